@@ -280,7 +280,13 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 			was.SetDeletionGracePeriodSeconds(u.GetDeletionGracePeriodSeconds())
 			return strategy.ValidateUpdate(ctx, u, was)
 		},
-		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, withoutManagedFields(obj)) },
+		// An update warns only of the finalizers it adds.
+		Warnings: func(obj, old runtime.Object) []string {
+			if old == nil {
+				return strategy.WarningsOnCreate(ctx, withoutManagedFields(obj))
+			}
+			return strategy.WarningsOnUpdate(ctx, withoutManagedFields(obj), withoutManagedFields(old))
+		},
 		// The fields nothing declares, as upstream's decoder of custom resources reports
 		// them: the metadata's, those pruning would drop, an embedded resource's metadata's;
 		// an embedded resource that does not decode fails there.

@@ -88,6 +88,20 @@ status:
 		t.Errorf("unknown fields %q (%v), want %q", got, err, want)
 	}
 
+	// Upstream warns of a finalizer that is not domain-qualified when it is added, not at
+	// each later update of the object.
+	withFinalizer := obj.DeepCopyObject().(*Object)
+	withFinalizer.SetFinalizers([]string{"boxes"})
+	if got := resources[0].Rules.Warnings(withFinalizer, nil); len(got) != 1 {
+		t.Errorf("a create with the finalizer warned of %q, want one warning", got)
+	}
+	if got := resources[0].Rules.Warnings(withFinalizer, obj); len(got) != 1 {
+		t.Errorf("an update adding the finalizer warned of %q, want one warning", got)
+	}
+	if got := resources[0].Rules.Warnings(withFinalizer, withFinalizer.DeepCopyObject()); len(got) != 0 {
+		t.Errorf("an update keeping the finalizer warned of %q", got)
+	}
+
 	// An embedded resource whose apiVersion, kind or metadata does not decode cannot be
 	// handled: upstream's decoder fails on it, whatever the field validation.
 	obj.Spec = map[string]any{"template": map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": int64(5)}}}

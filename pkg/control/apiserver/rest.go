@@ -168,11 +168,13 @@ func dryRun(r *http.Request, options string) (bool, error) {
 	return len(values) > 0, nil
 }
 
-// setWarnings sends the decoding warnings and, for a write of the object itself (not its
-// status), what the kind's rules say minik8s does not act on yet, as `Warning:` headers.
-func setWarnings(w http.ResponseWriter, res *registry.Resource, subresource string, obj runtime.Object, warnings []string) {
-	if subresource == "" && res.Rules.Warnings != nil && obj != nil {
-		warnings = append(warnings, res.Rules.Warnings(obj)...)
+// setWarnings sends the decoding warnings and the kind's warnings on the object obj a write
+// made of old (nil for a create), as `Warning:` headers. As in kube-apiserver, the kind's
+// warnings come with a write of the object or of its scale (written by the kind's strategy)
+// and not with one of another subresource (its status: their strategies warn of nothing).
+func setWarnings(w http.ResponseWriter, res *registry.Resource, subresource string, obj, old runtime.Object, warnings []string) {
+	if (subresource == "" || subresource == "scale") && res.Rules.Warnings != nil && obj != nil {
+		warnings = append(warnings, res.Rules.Warnings(obj, old)...)
 	}
 	for _, msg := range warnings {
 		addWarning(w, msg)

@@ -93,11 +93,17 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
-	scale, err := s.objects.UpdateScale(ctx, res, info.Namespace, info.Name, generic.UpdateOptions{DryRun: dry, UID: uid}, change)
+	var old runtime.Object // the parent before the change, for its kind's warnings
+	scaled := change
+	change = func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+		old = parent.DeepCopyObject()
+		return scaled(parent, cur)
+	}
+	scale, obj, err := s.objects.UpdateScale(ctx, res, info.Namespace, info.Name, generic.UpdateOptions{DryRun: dry, UID: uid}, change)
 	if err != nil {
 		return err
 	}
-	setWarnings(w, scaleKind, info.Subresource, scale, warnings)
+	setWarnings(w, res, info.Subresource, obj, old, warnings)
 	return s.respond(w, r, scaleKind, http.StatusOK, scale)
 }
 

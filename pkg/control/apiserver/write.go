@@ -28,7 +28,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	setWarnings(w, res, info.Subresource, created, warnings)
+	setWarnings(w, res, info.Subresource, created, nil, warnings)
 	return s.respond(w, r, res, http.StatusCreated, created)
 }
 
@@ -100,7 +100,9 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 		return err
 	}
 	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry, UID: mustMeta(body).GetUID()}
-	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(runtime.Object) (runtime.Object, error) {
+	var old runtime.Object
+	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {
+		old = cur
 		obj := body.DeepCopyObject()
 		fieldmanager.TakeManagedFieldsReset(r.Context(), obj)
 		return obj, nil
@@ -108,6 +110,6 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	setWarnings(w, res, info.Subresource, obj, warnings)
+	setWarnings(w, res, info.Subresource, obj, old, warnings)
 	return s.respond(w, r, res, http.StatusOK, obj)
 }

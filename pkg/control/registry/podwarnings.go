@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -68,8 +69,11 @@ func PVCSpecWarnings(path *field.Path, spec corev1.PersistentVolumeClaimSpec) []
 }
 
 // WorkloadNameWarnings is the warning of kube's workload strategies on a name that is not
-// a DNS label.
-func WorkloadNameWarnings(name string) []string {
+// a DNS label, on create (old is nil) only.
+func WorkloadNameWarnings(name string, old runtime.Object) []string {
+	if old != nil {
+		return nil
+	}
 	if msgs := utilvalidation.IsDNS1123Label(name); len(msgs) != 0 {
 		return []string{fmt.Sprintf("metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: %v", msgs)}
 	}

@@ -105,10 +105,11 @@ type Rules struct {
 	Fields func(obj runtime.Object) fields.Set
 	// Table renders server-side `kubectl get` columns.
 	Table *TableDef
-	// Warnings name what the object asks for that minik8s does not act on yet, sent as
-	// `Warning:` headers on create and update (kubectl prints them), as Kubernetes'
-	// strategies' WarningsOnCreate do: a field is never silently ignored.
-	Warnings func(obj runtime.Object) []string
+	// Warnings are kube's strategy's WarningsOnCreate (old is nil) or WarningsOnUpdate of a
+	// write of the object (its scale too, not its status), and what the object asks for that
+	// minik8s does not act on yet, sent as `Warning:` headers (kubectl prints them): a field
+	// is never silently ignored, and an update that leaves it as it was does not repeat it.
+	Warnings func(obj, old runtime.Object) []string
 	// UnknownFields names the fields of a decoded object that its schema does not declare,
 	// for kinds that decode whatever they are given (custom resources): what
 	// ?fieldValidation= refuses or warns of, as it does a built-in kind's unknown fields.

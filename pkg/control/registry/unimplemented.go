@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -26,4 +28,11 @@ func PodSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
 // on the template.
 func TemplateWarnings(t *corev1.PodTemplateSpec, path *field.Path) []string {
 	return append(PodSpecWarnings(&t.Spec, path.Child("template", "spec")), PodTemplateWarnings(t, path.Child("template"))...)
+}
+
+// Regenerated tells whether a write is a create (old is nil) or an update that changed the
+// object's metadata.generation (its spec): when kube's workload strategies warn of their pod
+// template, so a scale to the same count, a label or a status change does not repeat it.
+func Regenerated(obj, old runtime.Object) bool {
+	return old == nil || obj.(metav1.Object).GetGeneration() != old.(metav1.Object).GetGeneration()
 }

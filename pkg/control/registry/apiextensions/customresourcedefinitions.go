@@ -71,8 +71,11 @@ var CustomResourceDefinitionRules = registry.Rules{
 		return crdStrategy.Validate(context.Background(), internalCRD(obj))
 	},
 	ValidateUpdate: registry.InternalUpdateValidation(internalCRD, crdStrategy.ValidateUpdate),
-	Warnings: func(obj runtime.Object) []string {
-		return crdStrategy.WarningsOnCreate(context.Background(), internalCRD(obj))
+	Warnings: func(obj, old runtime.Object) []string {
+		if old == nil {
+			return crdStrategy.WarningsOnCreate(context.Background(), internalCRD(obj))
+		}
+		return crdStrategy.WarningsOnUpdate(context.Background(), internalCRD(obj), internalCRD(old))
 	},
 	SubresourceUpdates: map[string]registry.SubresourceRules{
 		"status": {Validate: registry.InternalUpdateValidation(internalCRD, crdstrategy.NewStatusStrategy(crdScheme).ValidateUpdate)},

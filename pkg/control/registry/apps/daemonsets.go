@@ -17,8 +17,13 @@ import (
 
 var DaemonSetRules = registry.Rules{
 	Generation: true,
-	Warnings: func(obj runtime.Object) []string {
-		return registry.TemplateWarnings(&obj.(*appsv1.DaemonSet).Spec.Template, field.NewPath("spec"))
+	// kube warns of the template again when it changes (its template generation does).
+	Warnings: func(obj, old runtime.Object) []string {
+		d := obj.(*appsv1.DaemonSet)
+		if old != nil && templateGeneration(d) == templateGeneration(old.(*appsv1.DaemonSet)) {
+			return nil
+		}
+		return registry.TemplateWarnings(&d.Spec.Template, field.NewPath("spec"))
 	},
 	Default: func(obj runtime.Object) { defaultDaemonSet(obj.(*appsv1.DaemonSet)) },
 	PrepareCreate: func(obj runtime.Object) {

@@ -18,9 +18,13 @@ var DeploymentRules = registry.Rules{
 	// kube's deployment status strategy keeps the labels.
 	StatusMetadata: func(meta, old metav1.Object) { meta.SetLabels(old.GetLabels()) },
 	Generation:     true,
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, old runtime.Object) []string {
 		d := obj.(*appsv1.Deployment)
-		return append(registry.WorkloadNameWarnings(d.Name), registry.TemplateWarnings(&d.Spec.Template, field.NewPath("spec"))...)
+		out := registry.WorkloadNameWarnings(d.Name, old)
+		if registry.Regenerated(obj, old) {
+			out = append(out, registry.TemplateWarnings(&d.Spec.Template, field.NewPath("spec"))...)
+		}
+		return out
 	},
 	Default:       func(obj runtime.Object) { defaultDeployment(obj.(*appsv1.Deployment)) },
 	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.Deployment).Status = appsv1.DeploymentStatus{} },

@@ -30,7 +30,7 @@ func TestWorkloadWarningsAsKubernetes(t *testing.T) {
 		"spec.template.spec.containers[0].ports[1]: dangerously ambiguous port definition with spec.template.spec.containers[0].ports[0]",
 		"spec.template.spec.terminationGracePeriodSeconds: must be >= 0; negative values are invalid and will be treated as 1",
 	}
-	if got := DeploymentRules.Warnings(d); !slices.Equal(got, want) {
+	if got := DeploymentRules.Warnings(d, nil); !slices.Equal(got, want) {
 		t.Errorf("deployment warnings\n%q\nwant\n%q", got, want)
 	}
 
@@ -42,7 +42,31 @@ func TestWorkloadWarningsAsKubernetes(t *testing.T) {
 		`spec.volumeClaimTemplates[0].resources.requests[storage]: fractional byte value "1500m" is invalid, must be an integer`,
 		"spec.revisionHistoryLimit: a negative value retains all historical revisions; a value >= 0 is recommended",
 	}
-	if got := StatefulSetRules.Warnings(s); !slices.Equal(got, want) {
+	if got := StatefulSetRules.Warnings(s, nil); !slices.Equal(got, want) {
 		t.Errorf("statefulset warnings\n%q\nwant\n%q", got, want)
+	}
+}
+
+// On update, kube's StatefulSet strategy warns of the template only with a new generation,
+// but of the claim templates (naming their spec "Spec") and the history limit every time.
+func TestStatefulSetWarningsOnUpdate(t *testing.T) {
+	s := &appsv1.StatefulSet{ObjectMeta: registrytest.ObjMeta("db"), Spec: appsv1.StatefulSetSpec{Template: registrytest.Template(nil)}}
+	s.Generation = 2
+	s.Spec.RevisionHistoryLimit = ptr.To[int32](-1)
+	s.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/master": ""}
+	s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{Spec: corev1.PersistentVolumeClaimSpec{
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1500m")}}}}}
+	old := s.DeepCopy()
+	always := []string{
+		`spec.volumeClaimTemplates[0].Spec.resources.requests[storage]: fractional byte value "1500m" is invalid, must be an integer`,
+		"spec.revisionHistoryLimit: a negative value retains all historical revisions; a value >= 0 is recommended",
+	}
+	if got := StatefulSetRules.Warnings(s, old); !slices.Equal(got, always) {
+		t.Errorf("same generation\n%q\nwant\n%q", got, always)
+	}
+	s.Generation = 3
+	want := append([]string{`spec.template.spec.nodeSelector[node-role.kubernetes.io/master]: use "node-role.kubernetes.io/control-plane" instead`}, always...)
+	if got := StatefulSetRules.Warnings(s, old); !slices.Equal(got, want) {
+		t.Errorf("new generation\n%q\nwant\n%q", got, want)
 	}
 }

@@ -11,9 +11,13 @@ import (
 
 var ReplicaSetRules = registry.Rules{
 	Generation: true,
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, old runtime.Object) []string {
 		rs := obj.(*appsv1.ReplicaSet)
-		return append(registry.WorkloadNameWarnings(rs.Name), registry.TemplateWarnings(&rs.Spec.Template, field.NewPath("spec"))...)
+		out := registry.WorkloadNameWarnings(rs.Name, old)
+		if registry.Regenerated(obj, old) {
+			out = append(out, registry.TemplateWarnings(&rs.Spec.Template, field.NewPath("spec"))...)
+		}
+		return out
 	},
 	Default: func(obj runtime.Object) {
 		rs := obj.(*appsv1.ReplicaSet)

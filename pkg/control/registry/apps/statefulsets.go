@@ -20,11 +20,20 @@ import (
 
 var StatefulSetRules = registry.Rules{
 	Generation: true,
-	Warnings: func(obj runtime.Object) []string {
+	// On update, kube warns of the claim templates and the history limit every time, and
+	// names a claim template's spec "Spec".
+	Warnings: func(obj, old runtime.Object) []string {
 		s := obj.(*appsv1.StatefulSet)
-		out := registry.TemplateWarnings(&s.Spec.Template, field.NewPath("spec"))
+		var out []string
+		if registry.Regenerated(obj, old) {
+			out = registry.TemplateWarnings(&s.Spec.Template, field.NewPath("spec"))
+		}
 		for i, pvc := range s.Spec.VolumeClaimTemplates {
-			out = append(out, registry.PVCSpecWarnings(field.NewPath("spec", "volumeClaimTemplates").Index(i), pvc.Spec)...)
+			p := field.NewPath("spec", "volumeClaimTemplates").Index(i)
+			if old != nil {
+				p = p.Child("Spec")
+			}
+			out = append(out, registry.PVCSpecWarnings(p, pvc.Spec)...)
 		}
 		if l := s.Spec.RevisionHistoryLimit; l != nil && *l < 0 {
 			out = append(out, "spec.revisionHistoryLimit: a negative value retains all historical revisions; a value >= 0 is recommended")

@@ -37,9 +37,13 @@ const (
 var JobRules = registry.Rules{
 	Generation:              true,
 	OrphanDependentsWarning: "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning",
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, old runtime.Object) []string {
 		j := obj.(*batchv1.Job)
-		return append(registry.WorkloadNameWarnings(j.Name), jobSpecWarnings(&j.Spec, field.NewPath("spec"))...)
+		out := registry.WorkloadNameWarnings(j.Name, old)
+		if registry.Regenerated(obj, old) {
+			out = append(out, jobSpecWarnings(&j.Spec, field.NewPath("spec"))...)
+		}
+		return out
 	},
 	// Defaulting copies the template's labels to the Job, so the selector is generated first.
 	PrepareCreate: func(obj runtime.Object) {
@@ -323,9 +327,12 @@ func jobDuration(j *batchv1.Job) string {
 
 var CronJobRules = registry.Rules{
 	Generation: true,
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, old runtime.Object) []string {
 		cj := obj.(*batchv1.CronJob)
-		out := append(registry.WorkloadNameWarnings(cj.Name), jobSpecWarnings(&cj.Spec.JobTemplate.Spec, field.NewPath("spec", "jobTemplate", "spec"))...)
+		out := registry.WorkloadNameWarnings(cj.Name, old)
+		if registry.Regenerated(obj, old) {
+			out = append(out, jobSpecWarnings(&cj.Spec.JobTemplate.Spec, field.NewPath("spec", "jobTemplate", "spec"))...)
+		}
 		// validation refuses TZ in a new schedule; kube warns of an old one on update, under that field name
 		if strings.Contains(cj.Spec.Schedule, "TZ") {
 			out = append(out, "cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details")

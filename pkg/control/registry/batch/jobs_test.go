@@ -263,7 +263,7 @@ func TestJobWarningsAsKubernetes(t *testing.T) {
 		"spec: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail",
 		`spec.template.spec.imagePullSecrets[0].name: invalid empty name ""`,
 	}
-	if got := JobRules.Warnings(j); !slices.Equal(got, want) {
+	if got := JobRules.Warnings(j, nil); !slices.Equal(got, want) {
 		t.Errorf("job warnings\n%q\nwant\n%q", got, want)
 	}
 
@@ -274,7 +274,7 @@ func TestJobWarningsAsKubernetes(t *testing.T) {
 		`spec.jobTemplate.spec.template.spec.imagePullSecrets[0].name: invalid empty name ""`,
 		"cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details",
 	}
-	if got := CronJobRules.Warnings(c); !slices.Equal(got, want) {
+	if got := CronJobRules.Warnings(c, nil); !slices.Equal(got, want) {
 		t.Errorf("cron job warnings\n%q\nwant\n%q", got, want)
 	}
 }

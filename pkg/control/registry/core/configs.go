@@ -90,7 +90,7 @@ func frozen(immutable *bool, fields []frozenField) field.ErrorList {
 
 var SecretRules = registry.Rules{
 	// kube's warningsForSecret: a TLS secret whose key does not match its certificate
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, _ runtime.Object) []string {
 		if s := obj.(*corev1.Secret); s.Type == corev1.SecretTypeTLS {
 			if _, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
 				return []string{err.Error()}

@@ -35,9 +35,17 @@ var PodRules = registry.Rules{
 	Generation: true,
 	// kube's pod status strategy keeps the owners: old kubelets corrupted them.
 	StatusMetadata: func(meta, old metav1.Object) { meta.SetOwnerReferences(old.GetOwnerReferences()) },
-	Warnings: func(obj runtime.Object) []string {
+	// kube's pod strategy warns of nothing on update; minik8s of a spec that changed.
+	Warnings: func(obj, old runtime.Object) []string {
 		pod := obj.(*corev1.Pod)
-		return append(registry.PodSpecWarnings(&pod.Spec, field.NewPath("spec")), registry.PodWarnings(pod)...)
+		var out []string
+		if registry.Regenerated(obj, old) {
+			out = registry.PodSpecWarnings(&pod.Spec, field.NewPath("spec"))
+		}
+		if old == nil {
+			out = append(out, registry.PodWarnings(pod)...)
+		}
+		return out
 	},
 	Default: func(obj runtime.Object) {
 		pod := obj.(*corev1.Pod)

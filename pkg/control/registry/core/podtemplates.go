@@ -3,6 +3,7 @@ package core
 import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,7 +14,14 @@ import (
 // defaulted and validated as the templates of the workload kinds are, with any restart
 // policy a pod may have.
 var PodTemplateRules = registry.Rules{
-	Warnings: func(obj runtime.Object) []string {
+	// Its generation counts changes to the template, as kube's podTemplateStrategy does.
+	GenerationChanged: func(obj, old runtime.Object) bool {
+		return !equality.Semantic.DeepEqual(obj.(*corev1.PodTemplate).Template, old.(*corev1.PodTemplate).Template)
+	},
+	Warnings: func(obj, old runtime.Object) []string {
+		if !registry.Regenerated(obj, old) {
+			return nil
+		}
 		t := &obj.(*corev1.PodTemplate).Template
 		return append(registry.PodSpecWarnings(&t.Spec, field.NewPath("template", "spec")), registry.PodTemplateWarnings(t, field.NewPath("template"))...)
 	},

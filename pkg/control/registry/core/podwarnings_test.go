@@ -83,11 +83,11 @@ func TestPodWarningsAsKubernetes(t *testing.T) {
 		`spec.containers[0].ports[2]: hostIP set without hostPort: {Name: HostPort:0 ContainerPort:81 Protocol:TCP HostIP:1.2.3.4}`,
 		`spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector: a null labelSelector results in matching no pod`,
 	}
-	if got := PodRules.Warnings(&pod); !slices.Equal(got, want) {
+	if got := PodRules.Warnings(&pod, nil); !slices.Equal(got, want) {
 		t.Errorf("warnings\n%q\nwant\n%q", got, want)
 	}
 	pod.Name = "pw.pod"
-	if got := PodRules.Warnings(&pod); len(got) == 0 || got[0] != `metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]` {
+	if got := PodRules.Warnings(&pod, nil); len(got) == 0 || got[0] != `metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]` {
 		t.Errorf("a dotted name: warnings %q", got)
 	}
 }
@@ -107,7 +107,7 @@ func TestPodTemplateWarningsAsKubernetes(t *testing.T) {
 		`template.spec.imagePullSecrets[0].name: invalid empty name ""`,
 		`template.spec.terminationGracePeriodSeconds: must be >= 0; negative values are invalid and will be treated as 1`,
 	}
-	if got := PodTemplateRules.Warnings(tmpl); !slices.Equal(got, want) {
+	if got := PodTemplateRules.Warnings(tmpl, nil); !slices.Equal(got, want) {
 		t.Errorf("warnings\n%q\nwant\n%q", got, want)
 	}
 }
@@ -122,11 +122,11 @@ func TestClaimAndSecretWarningsAsKubernetes(t *testing.T) {
 		`metadata.annotations[volume.beta.kubernetes.io/storage-class]: deprecated since v1.8; use "storageClassName" attribute instead`,
 		`spec.resources.requests[storage]: fractional byte value "1500m" is invalid, must be an integer`,
 	}
-	if got := PersistentVolumeClaimRules.Warnings(pvc); !slices.Equal(got, want) {
+	if got := PersistentVolumeClaimRules.Warnings(pvc, nil); !slices.Equal(got, want) {
 		t.Errorf("claim warnings\n%q\nwant\n%q", got, want)
 	}
 	secret := &corev1.Secret{Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: nil, corev1.TLSPrivateKeyKey: nil}}
-	if got, want := SecretRules.Warnings(secret), []string{"tls: failed to find any PEM data in certificate input"}; !slices.Equal(got, want) {
+	if got, want := SecretRules.Warnings(secret, nil), []string{"tls: failed to find any PEM data in certificate input"}; !slices.Equal(got, want) {
 		t.Errorf("secret warnings %q, want %q", got, want)
 	}
 }

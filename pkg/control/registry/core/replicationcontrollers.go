@@ -16,13 +16,17 @@ import (
 
 var ReplicationControllerRules = registry.Rules{
 	Generation: true,
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, old runtime.Object) []string {
 		rc := obj.(*corev1.ReplicationController)
-		out := registry.WorkloadNameWarnings(rc.Name)
-		if t := rc.Spec.Template; t != nil {
-			out = append(out, registry.TemplateWarnings(t, field.NewPath("spec"))...)
+		if old == nil {
+			return append(registry.WorkloadNameWarnings(rc.Name, nil), templateWarnings(rc.Spec.Template, rc.Spec.Template)...)
 		}
-		return out
+		if !registry.Regenerated(obj, old) {
+			return nil
+		}
+		// kube's rcStrategy.WarningsOnUpdate passes the templates swapped: it warns of the
+		// old one. What minik8s does not act on is the new one's.
+		return templateWarnings(rc.Spec.Template, old.(*corev1.ReplicationController).Spec.Template)
 	},
 	Default: func(obj runtime.Object) { defaultReplicationController(obj.(*corev1.ReplicationController)) },
 	PrepareCreate: func(obj runtime.Object) {
@@ -70,4 +74,17 @@ func validateReplicationController(rc *corev1.ReplicationController) field.Error
 		return append(errs, field.Required(spec.Child("template"), ""))
 	}
 	return append(errs, registry.ValidateReplicatedTemplate(rc.Spec.Template, labels.SelectorFromSet(rc.Spec.Selector), spec.Child("template"), "ReplicationController", true)...)
+}
+
+// templateWarnings are what minik8s does not act on in an RC's template t, then kube's
+// warnings on template kube (either may be nil).
+func templateWarnings(t, kube *corev1.PodTemplateSpec) []string {
+	var out []string
+	if t != nil {
+		out = registry.PodSpecWarnings(&t.Spec, field.NewPath("spec", "template", "spec"))
+	}
+	if kube != nil {
+		out = append(out, registry.PodTemplateWarnings(kube, field.NewPath("spec", "template"))...)
+	}
+	return out
 }

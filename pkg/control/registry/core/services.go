@@ -43,7 +43,7 @@ var ServiceRules = registry.Rules{
 		return validateServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service))
 	},
 	SubresourceUpdates: map[string]registry.SubresourceRules{"status": registry.ServiceStatusUpdate},
-	Warnings:           func(obj runtime.Object) []string { return serviceWarnings(obj.(*corev1.Service)) },
+	Warnings:           func(obj, _ runtime.Object) []string { return serviceWarnings(obj.(*corev1.Service)) },
 	Claim:              claimService,
 	Release:            releaseService,
 	Fields: func(obj runtime.Object) fields.Set {

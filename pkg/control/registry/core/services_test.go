@@ -240,7 +240,7 @@ func TestServiceWarningsAsKubernetes(t *testing.T) {
 		svc := service("web", corev1.ServicePort{Port: 80})
 		tc.edit(svc)
 		ServiceRules.Default(svc)
-		if got := ServiceRules.Warnings(svc); !slices.Equal(got, tc.want) {
+		if got := ServiceRules.Warnings(svc, nil); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: warnings\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
 	}

@@ -161,7 +161,7 @@ func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 
 var PersistentVolumeClaimRules = registry.Rules{
 	// kube's GetWarningsForPersistentVolumeClaim
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, _ runtime.Object) []string {
 		pvc := obj.(*corev1.PersistentVolumeClaim)
 		var out []string
 		if _, ok := pvc.Annotations[corev1.BetaStorageClassAnnotation]; ok {

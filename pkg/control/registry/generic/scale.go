@@ -24,9 +24,10 @@ func (s *Store) GetScale(ctx context.Context, res *registry.Resource, ns, name s
 }
 
 // UpdateScale sets spec.replicas to what change makes of the current Scale of parent, the
-// stored object. A resourceVersion left in the Scale must be the object's current one; a
-// uid, that of the object (opts.UID, a PUT's, is checked by Update first).
-func (s *Store) UpdateScale(ctx context.Context, res *registry.Resource, ns, name string, opts UpdateOptions, change func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error)) (*autoscalingv1.Scale, error) {
+// stored object, and returns the new Scale and object. A resourceVersion left in the Scale
+// must be the object's current one; a uid, that of the object (opts.UID, a PUT's, is checked
+// by Update first).
+func (s *Store) UpdateScale(ctx context.Context, res *registry.Resource, ns, name string, opts UpdateOptions, change func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error)) (*autoscalingv1.Scale, runtime.Object, error) {
 	opts.Subresource = "scale"
 	obj, err := s.Update(ctx, res, ns, name, opts, func(cur runtime.Object) (runtime.Object, error) {
 		scale, err := change(cur, toScale(res, cur))
@@ -45,9 +46,9 @@ func (s *Store) UpdateScale(ctx context.Context, res *registry.Resource, ns, nam
 		return cur, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return toScale(res, obj), nil
+	return toScale(res, obj), obj, nil
 }
 
 // toScale is the Scale of an object of a kind with a scale subresource.

@@ -36,7 +36,7 @@ var NetworkPolicyRules = registry.Rules{
 	Validate: func(obj runtime.Object) field.ErrorList {
 		return validateNetworkPolicy(obj.(*networkingv1.NetworkPolicy))
 	},
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, _ runtime.Object) []string {
 		return ipBlockWarnings(obj.(*networkingv1.NetworkPolicy))
 	},
 	Table: &registry.TableDef{

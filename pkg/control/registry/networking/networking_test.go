@@ -70,7 +70,7 @@ func TestNetworkPolicyIPBlockLegacyCIDRs(t *testing.T) {
 		`spec.ingress[0].from[0].ipBlock.cidr: IPv6 CIDR value "2001:DB8::/32" should be in RFC 5952 canonical format ("2001:db8::/32")`,
 		`spec.ingress[0].from[0].ipBlock.except[0]: IPv6 CIDR value "2001:db8:0:0::/64" should be in RFC 5952 canonical format ("2001:db8::/64")`,
 	}
-	if got := NetworkPolicyRules.Warnings(np); !slices.Equal(got, want) {
+	if got := NetworkPolicyRules.Warnings(np, nil); !slices.Equal(got, want) {
 		t.Errorf("warnings %q, want %q", got, want)
 	}
 	np.Spec.Ingress[0].From[0].IPBlock = &networkingv1.IPBlock{CIDR: "10.0.0.5/8", Except: []string{"::ffff:10.1.0.0/112", "010.2.0.0/16"}}

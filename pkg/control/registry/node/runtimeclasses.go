@@ -27,7 +27,7 @@ var RuntimeClassRules = registry.Rules{
 		rc, o := obj.(*nodev1.RuntimeClass), old.(*nodev1.RuntimeClass)
 		return append(validateRuntimeClass(rc), registry.Immutable(rc.Handler, o.Handler, field.NewPath("handler"))...)
 	},
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, _ runtime.Object) []string {
 		rc := obj.(*nodev1.RuntimeClass)
 		return []string{fmt.Sprintf("minik8s runs every pod with containerd's default runtime: pods naming RuntimeClass %q do not get its handler %q (its overhead and scheduling apply)", rc.Name, rc.Handler)}
 	},

@@ -14,7 +14,7 @@ func TestRuntimeClassRules(t *testing.T) {
 	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc",
 		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}}
 	registrytest.ExpectErrors(t, "runtime class", registrytest.CreateSteps(RuntimeClassRules, rc))
-	if w := RuntimeClassRules.Warnings(rc); len(w) != 1 {
+	if w := RuntimeClassRules.Warnings(rc, nil); len(w) != 1 {
 		t.Errorf("a RuntimeClass minilet does not act on must be warned of: %v", w)
 	}
 	if row := RuntimeClassRules.Table.Row(rc); row[1] != "runsc" {

@@ -301,7 +301,7 @@ var ResourceSliceRules = registry.Rules{
 		errs = append(errs, registry.Immutable(s.Spec.Driver, o.Spec.Driver, path.Child("driver"))...)
 		return append(errs, registry.Immutable(s.Spec.NodeName, o.Spec.NodeName, path.Child("nodeName"))...)
 	},
-	Warnings: func(obj runtime.Object) []string {
+	Warnings: func(obj, _ runtime.Object) []string {
 		if d := obj.(*resourcev1.ResourceSlice).Spec.Driver; d != strings.ToLower(d) {
 			return []string{fmt.Sprintf("spec.driver: driver names should be lowercase; %q contains uppercase characters", d)}
 		}

@@ -112,7 +112,7 @@ func TestResourceSliceRules(t *testing.T) {
 	registrytest.ExpectErrors(t, "bad slice", errs, "spec.driver: FieldValueInvalid", "spec.pool.name: FieldValueRequired",
 		"spec.pool.resourceSliceCount: FieldValueInvalid", "spec: FieldValueInvalid", "spec.devices[1]: FieldValueDuplicate")
 	registrytest.ExpectMessage(t, errs, "spec", "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required, but multiple fields are set")
-	if w := ResourceSliceRules.Warnings(bad); len(w) != 1 {
+	if w := ResourceSliceRules.Warnings(bad, nil); len(w) != 1 {
 		t.Errorf("an uppercase driver name is warned of: %v", w)
 	}
 	moved := s.DeepCopy()

@@ -52,8 +52,13 @@ var CSIDriverRules = registry.Rules{
 		errs = append(errs, registry.Immutable(d.Spec.AttachRequired, o.Spec.AttachRequired, field.NewPath("spec", "attachedRequired"))...)
 		return append(errs, registry.Immutable(d.Spec.VolumeLifecycleModes, o.Spec.VolumeLifecycleModes, field.NewPath("spec", "volumeLifecycleModes"))...)
 	},
-	Warnings: func(obj runtime.Object) []string {
-		if s := obj.(*storagev1.CSIDriver).Spec; len(s.TokenRequests) > 0 && s.ServiceAccountTokenInSecrets == nil {
+	// An update warns only when it changes the token requests, as kube's does.
+	Warnings: func(obj, old runtime.Object) []string {
+		s := obj.(*storagev1.CSIDriver).Spec
+		if old != nil && equality.Semantic.DeepEqual(s.TokenRequests, old.(*storagev1.CSIDriver).Spec.TokenRequests) {
+			return nil
+		}
+		if len(s.TokenRequests) > 0 && s.ServiceAccountTokenInSecrets == nil {
 			return []string{"spec.serviceAccountTokenInSecrets is unset; if supported by this CSI driver, set to true to prevent possible logging of tokens in volume attributes"}
 		}
 		return nil

@@ -22,8 +22,18 @@ func TestCSIDriverRules(t *testing.T) {
 	if d.Spec.PreventPodSchedulingIfMissing != nil {
 		t.Errorf("a field of a disabled gate was kept")
 	}
-	if w := CSIDriverRules.Warnings(d); len(w) != 1 {
+	if w := CSIDriverRules.Warnings(d, nil); len(w) != 1 {
 		t.Errorf("token requests without serviceAccountTokenInSecrets: warnings %v", w)
+	}
+	// An update warns only when it changes the token requests, as kube's does.
+	labeled := d.DeepCopy()
+	labeled.Labels = map[string]string{"a": "b"}
+	if w := CSIDriverRules.Warnings(labeled, d); len(w) != 0 {
+		t.Errorf("an update leaving the token requests warned: %v", w)
+	}
+	labeled.Spec.TokenRequests = labeled.Spec.TokenRequests[:1]
+	if w := CSIDriverRules.Warnings(labeled, d); len(w) != 1 {
+		t.Errorf("an update changing the token requests: warnings %v", w)
 	}
 	old := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "modes.example.com", Generation: 3}}
 	defaultCSIDriver(old)
