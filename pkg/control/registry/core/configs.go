@@ -191,6 +191,20 @@ func validateSecret(s *corev1.Secret) field.ErrorList {
 }
 
 var ServiceAccountRules = registry.Rules{
+	// kube's warnIfHasEnforceMountableSecretsAnnotation: the annotation (which admission's
+	// serviceaccount plugin enforces) is deprecated, warned of when a write sets it.
+	Warnings: func(obj, old runtime.Object) []string {
+		const key = "kubernetes.io/enforce-mountable-secrets"
+		if old != nil {
+			if _, had := old.(*corev1.ServiceAccount).Annotations[key]; had {
+				return nil
+			}
+		}
+		if _, ok := obj.(*corev1.ServiceAccount).Annotations[key]; ok {
+			return []string{"metadata.annotations[" + key + "]: deprecated in v1.32+; prefer separate namespaces to isolate access to mounted secrets"}
+		}
+		return nil
+	},
 	Table: &registry.TableDef{
 		// No SECRETS column, as in kube v1.36: token Secrets are no longer listed in a ServiceAccount.
 		Columns: []metav1.TableColumnDefinition{registry.NameColumn, registry.AgeColumn},

@@ -130,3 +130,24 @@ func TestClaimAndSecretWarningsAsKubernetes(t *testing.T) {
 		t.Errorf("secret warnings %q, want %q", got, want)
 	}
 }
+
+// kube warns of a ServiceAccount's deprecated enforce-mountable-secrets annotation when a
+// write sets it, not when the old object had it already.
+func TestServiceAccountWarningsAsKubernetes(t *testing.T) {
+	plain := &corev1.ServiceAccount{}
+	annotated := &corev1.ServiceAccount{}
+	annotated.Annotations = map[string]string{"kubernetes.io/enforce-mountable-secrets": "true"}
+	want := []string{"metadata.annotations[kubernetes.io/enforce-mountable-secrets]: deprecated in v1.32+; prefer separate namespaces to isolate access to mounted secrets"}
+	if got := ServiceAccountRules.Warnings(annotated, nil); !slices.Equal(got, want) {
+		t.Errorf("create: %q, want %q", got, want)
+	}
+	if got := ServiceAccountRules.Warnings(annotated, plain); !slices.Equal(got, want) {
+		t.Errorf("an update setting it: %q, want %q", got, want)
+	}
+	if got := ServiceAccountRules.Warnings(annotated, annotated.DeepCopy()); len(got) != 0 {
+		t.Errorf("an update keeping it warned of %q", got)
+	}
+	if got := ServiceAccountRules.Warnings(plain, nil); len(got) != 0 {
+		t.Errorf("a plain ServiceAccount warned of %q", got)
+	}
+}

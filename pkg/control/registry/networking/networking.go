@@ -221,6 +221,16 @@ func ipBlockWarnings(np *networkingv1.NetworkPolicy) []string {
 
 var IngressRules = registry.Rules{
 	Generation: true,
+	// kube's ingressStrategy warns of the deprecated class annotation on create only.
+	Warnings: func(obj, old runtime.Object) []string {
+		const key = "kubernetes.io/ingress.class"
+		if ing := obj.(*networkingv1.Ingress); old == nil && ing.Spec.IngressClassName == nil {
+			if _, ok := ing.Annotations[key]; ok {
+				return []string{fmt.Sprintf("annotation %q is deprecated, please use 'spec.ingressClassName' instead", key)}
+			}
+		}
+		return nil
+	},
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*networkingv1.Ingress).Status = networkingv1.IngressStatus{}
 	},

@@ -133,3 +133,20 @@ func TestIngressClassRules(t *testing.T) {
 	registrytest.ExpectErrors(t, "bad class", registrytest.UpdateSteps(IngressClassRules, changed, ic), "spec.controller: FieldValueInvalid",
 		"spec.controller: FieldValueInvalid", "spec.parameters.namespace: FieldValueForbidden")
 }
+
+// kube warns of the deprecated kubernetes.io/ingress.class annotation of an Ingress without
+// spec.ingressClassName on create only.
+func TestIngressClassAnnotationWarning(t *testing.T) {
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"kubernetes.io/ingress.class": "nginx"}}}
+	want := []string{`annotation "kubernetes.io/ingress.class" is deprecated, please use 'spec.ingressClassName' instead`}
+	if got := IngressRules.Warnings(ing, nil); !slices.Equal(got, want) {
+		t.Errorf("create: %q, want %q", got, want)
+	}
+	if got := IngressRules.Warnings(ing, ing.DeepCopy()); len(got) != 0 {
+		t.Errorf("update warned of %q", got)
+	}
+	ing.Spec.IngressClassName = ptr.To("nginx")
+	if got := IngressRules.Warnings(ing, nil); len(got) != 0 {
+		t.Errorf("create with a class name warned of %q", got)
+	}
+}
