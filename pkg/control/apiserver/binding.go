@@ -12,10 +12,15 @@ import (
 )
 
 // serveBinding assigns a pod to a node (POST pods/NAME/binding), what the scheduler does.
+// A POST of the legacy bindings collection comes here without a name: the Binding's name
+// is the pod's, as kube-apiserver's LegacyBindingREST has it.
 func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	var b corev1.Binding
 	if _, err := decodeBody(r, &b, corev1.SchemeGroupVersion.WithKind("Binding"), validationIgnore); err != nil {
 		return err
+	}
+	if info.Name == "" {
+		info.Name = b.Name
 	}
 	dry, err := dryRun(r, "CreateOptions")
 	if err != nil {

@@ -228,6 +228,12 @@ func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestIn
 	if !ok {
 		return nil, info, discovery.NotServed()
 	}
+	if discovery.IsLegacyBindings(info.GroupVersion.WithResource(info.Resource)) {
+		if info.Name != "" || info.Subresource != "" {
+			return nil, info, discovery.NotServed() // a collection only
+		}
+		info.Resource, info.Subresource = "pods", "binding" // the pod is named by the Binding
+	}
 	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
 	if !found {
 		return nil, info, discovery.NotServed()

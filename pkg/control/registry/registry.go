@@ -131,6 +131,11 @@ type Rules struct {
 	// never negative), or false for a kind deleted without one; a graceful object is stored
 	// marked first, even with 0 (kube's CheckGracefulDelete).
 	GracefulDelete func(obj runtime.Object, requested *int64) (int64, bool)
+	// MarkDeleted, when set, is applied by the first deletion of an object to the object it
+	// stores marked (deletionTimestamp set): it may add the finalizer and conditions that
+	// hold the object until the kind's own cleanup is done, as apiextensions-apiserver's
+	// CustomResourceDefinition Delete adds its cleanup finalizer.
+	MarkDeleted func(obj runtime.Object)
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
 	// hold a deleted object, as a namespace's spec.finalizers do until it is empty.
 	Finalizing func(obj runtime.Object) bool

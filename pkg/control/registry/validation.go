@@ -23,36 +23,41 @@ func ValidateMeta(obj runtime.Object, namespaced bool, name validation.ValidateN
 	return validation.ValidateObjectMetaAccessor(MetaOf(obj), namespaced, name, field.NewPath("metadata"))
 }
 
-// ValidateIntOrPercent checks a count or percentage such as maxUnavailable: non-negative,
-// a percentage at most 100% when capped.
-func ValidateIntOrPercent(v *intstr.IntOrString, path *field.Path, capped bool) field.ErrorList {
+// ValidateIntOrPercent checks a count or percentage such as maxUnavailable is one and not
+// negative, kube's ValidatePositiveIntOrPercent.
+func ValidateIntOrPercent(v *intstr.IntOrString, path *field.Path) field.ErrorList {
 	if v == nil {
 		return nil
 	}
-	var errs field.ErrorList
 	switch v.Type {
 	case intstr.String:
-		errs = append(errs, corevalidation.InvalidEach(path, v, utilvalidation.IsValidPercent(v.StrVal))...)
-		if n, ok := percent(v); ok && capped && n > 100 {
-			errs = append(errs, field.Invalid(path, v, "must not be greater than 100%"))
-		}
+		return corevalidation.InvalidEach(path, v, utilvalidation.IsValidPercent(v.StrVal))
 	case intstr.Int:
-		errs = append(errs, validation.ValidateNonnegativeField(int64(v.IntVal), path)...)
-	default:
-		errs = append(errs, field.Invalid(path, v, "must be an integer or percentage (e.g '5%')"))
+		return validation.ValidateNonnegativeField(int64(v.IntVal), path)
 	}
-	return errs
+	return field.ErrorList{field.Invalid(path, v, "must be an integer or percentage (e.g '5%%')")}
 }
 
+// AtMost100Percent refuses a percentage over 100%, kube's IsNotMoreThan100Percent.
+func AtMost100Percent(v *intstr.IntOrString, path *field.Path) field.ErrorList {
+	if n, ok := percent(v); ok && n > 100 {
+		return field.ErrorList{field.Invalid(path, v, "must not be greater than 100%")}
+	}
+	return nil
+}
+
+// percent is a valid percentage's number.
 func percent(v *intstr.IntOrString) (int, bool) {
-	if v.Type != intstr.String || !strings.HasSuffix(v.StrVal, "%") {
+	if v == nil || v.Type != intstr.String || len(utilvalidation.IsValidPercent(v.StrVal)) != 0 {
 		return 0, false
 	}
 	n, err := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
 	return n, err == nil
 }
 
-// IsZero tells whether a count or percentage is 0 or 0%.
+// IsZero tells whether a count or percentage counts as 0 where kube's validation compares
+// it with 0 (its getIntOrPercentValue): 0, 0%, nil, and also a string that is no valid
+// percentage and no number ("abc", "-5%"), which kube reads as 0.
 func IsZero(v *intstr.IntOrString) bool {
 	if v == nil {
 		return true
@@ -60,7 +65,7 @@ func IsZero(v *intstr.IntOrString) bool {
 	if n, ok := percent(v); ok {
 		return n == 0
 	}
-	return v.Type == intstr.Int && v.IntVal == 0
+	return v.IntValue() == 0
 }
 
 // NonNegative refuses a negative *v.

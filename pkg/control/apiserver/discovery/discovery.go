@@ -14,6 +14,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -161,6 +162,9 @@ func NotServed() *apierrors.StatusError {
 // ServeResourceList answers /api/VERSION and /apis/GROUP/VERSION: the version's resources.
 func (d *Handler) ServeResourceList(w http.ResponseWriter, _ *http.Request, gv schema.GroupVersion) {
 	list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
+	if servesBindings(d.reg, gv) {
+		list.APIResources = append(list.APIResources, legacyBindings)
+	}
 	for _, res := range sortedResources(d.reg) {
 		if res.GroupVersion() != gv {
 			continue
@@ -172,6 +176,21 @@ func (d *Handler) ServeResourceList(w http.ResponseWriter, _ *http.Request, gv s
 		return
 	}
 	responsewriters.WriteJSON(w, http.StatusOK, list)
+}
+
+// legacyBindings is core v1's bindings: kube-apiserver serves POST of a Binding there as
+// pods/NAME/binding (the pod named by the Binding), and lists it first in /api/v1.
+var legacyBindings = metav1.APIResource{Name: "bindings", SingularName: "binding", Namespaced: true, Kind: "Binding", Verbs: metav1.Verbs{"create"}}
+
+// IsLegacyBindings tells whether gvr is core v1's bindings.
+func IsLegacyBindings(gvr schema.GroupVersionResource) bool {
+	return gvr == corev1.SchemeGroupVersion.WithResource(legacyBindings.Name)
+}
+
+// servesBindings tells whether reg serves pods/binding in gv, and so the bindings before it.
+func servesBindings(reg *registry.Registry, gv schema.GroupVersion) bool {
+	pods, ok := reg.Lookup(gv.WithResource("pods"))
+	return ok && gv == corev1.SchemeGroupVersion && pods.HasSubresource("binding")
 }
 
 // sortedResources are reg's resources by name, the order kube-apiserver lists a version's

@@ -37,6 +37,11 @@ func (d *Handler) serveAggregated(w http.ResponseWriter, legacy bool) {
 			continue
 		}
 		version := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+		if servesBindings(d.reg, gv) { // kube's names no group nor version in its kind
+			b := legacyBindings
+			version.Resources = append(version.Resources, apidiscoveryv2.APIResourceDiscovery{Resource: b.Name, SingularResource: b.SingularName,
+				Scope: apidiscoveryv2.ScopeNamespace, Verbs: b.Verbs, ResponseKind: &metav1.GroupVersionKind{Kind: b.Kind}})
+		}
 		for _, res := range resources {
 			if res.GroupVersion() == gv {
 				version.Resources = append(version.Resources, resourceDiscovery(res))

@@ -6,6 +6,7 @@ package apiextensions
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -36,8 +37,8 @@ func init() {
 var crdStrategy = crdstrategy.NewStrategy(crdScheme)
 
 // CustomResourceCleanupFinalizer holds a deleted CustomResourceDefinition until its custom
-// resources are deleted. Kubernetes adds it when the deletion starts; miniapi adds it on
-// create, as its generic delete path marks only objects that hold a finalizer.
+// resources are deleted. It is added when the deletion starts, as Kubernetes does (not on
+// create: a new CRD shows no finalizer).
 const CustomResourceCleanupFinalizer = apiextensionsv1.CustomResourceCleanupFinalizer
 
 // internalCRD converts a v1 CustomResourceDefinition to apiextensions' internal version.
@@ -57,9 +58,6 @@ var CustomResourceDefinitionRules = registry.Rules{
 	PrepareCreate: func(obj runtime.Object) {
 		crd := internalCRD(obj)
 		crdStrategy.PrepareForCreate(context.Background(), crd)
-		if !apiextensions.CRDHasFinalizer(crd, CustomResourceCleanupFinalizer) {
-			crd.Finalizers = append(crd.Finalizers, CustomResourceCleanupFinalizer)
-		}
 		fromInternalCRD(crd, obj)
 	},
 	PrepareUpdate: func(obj, old runtime.Object) {
@@ -82,4 +80,13 @@ var CustomResourceDefinitionRules = registry.Rules{
 	},
 	// Generation is counted by the strategy's PrepareForCreate and PrepareForUpdate.
 	Table: registry.CreatedAtTable,
+	// The first deletion adds the cleanup finalizer in the write that marks the CRD, as
+	// apiextensions-apiserver's REST.Delete (its Terminating condition comes from our
+	// finalizing controller: a deletion's write keeps the status, as every update's).
+	MarkDeleted: func(obj runtime.Object) {
+		m := registry.MetaOf(obj)
+		if !slices.Contains(m.GetFinalizers(), CustomResourceCleanupFinalizer) {
+			m.SetFinalizers(append(m.GetFinalizers(), CustomResourceCleanupFinalizer))
+		}
+	},
 }

@@ -121,8 +121,10 @@ func validateDaemonSet(d *appsv1.DaemonSet) field.ErrorList {
 		if ru == nil {
 			return append(errs, field.Required(p, ""))
 		}
-		errs = append(errs, registry.ValidateIntOrPercent(ru.MaxUnavailable, p.Child("maxUnavailable"), true)...)
-		errs = append(errs, registry.ValidateIntOrPercent(ru.MaxSurge, p.Child("maxSurge"), true)...)
+		errs = append(errs, registry.ValidateIntOrPercent(ru.MaxUnavailable, p.Child("maxUnavailable"))...)
+		errs = append(errs, registry.ValidateIntOrPercent(ru.MaxSurge, p.Child("maxSurge"))...)
+		errs = append(errs, registry.AtMost100Percent(ru.MaxUnavailable, p.Child("maxUnavailable"))...)
+		errs = append(errs, registry.AtMost100Percent(ru.MaxSurge, p.Child("maxSurge"))...)
 		switch unavailable, surge := !registry.IsZero(ru.MaxUnavailable), !registry.IsZero(ru.MaxSurge); {
 		case unavailable && surge:
 			errs = append(errs, field.Invalid(p.Child("maxSurge"), ru.MaxSurge, "may not be set when maxUnavailable is non-zero"))
@@ -130,7 +132,11 @@ func validateDaemonSet(d *appsv1.DaemonSet) field.ErrorList {
 			errs = append(errs, field.Required(p.Child("maxUnavailable"), "cannot be 0 when maxSurge is 0"))
 		}
 	default:
-		errs = append(errs, field.NotSupported(us.Child("type"), d.Spec.UpdateStrategy.Type,
+		var ru *internalRollingUpdate
+		if r := d.Spec.UpdateStrategy.RollingUpdate; r != nil {
+			ru = newInternalRollingUpdate(r.MaxUnavailable, r.MaxSurge)
+		}
+		errs = append(errs, field.NotSupported(us, internalStrategy{string(d.Spec.UpdateStrategy.Type), ru},
 			[]appsv1.DaemonSetUpdateStrategyType{appsv1.RollingUpdateDaemonSetStrategyType, appsv1.OnDeleteDaemonSetStrategyType}))
 	}
 	return errs

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 var DeploymentRules = registry.Rules{
@@ -107,13 +108,34 @@ func validateDeploymentStrategy(s *appsv1.DeploymentStrategy, path *field.Path) 
 		if ru == nil {
 			return field.ErrorList{field.Required(p, "this should be defaulted and never be nil")}
 		}
-		errs := registry.ValidateIntOrPercent(ru.MaxUnavailable, p.Child("maxUnavailable"), true)
-		errs = append(errs, registry.ValidateIntOrPercent(ru.MaxSurge, p.Child("maxSurge"), false)...)
+		errs := registry.ValidateIntOrPercent(ru.MaxUnavailable, p.Child("maxUnavailable"))
+		errs = append(errs, registry.ValidateIntOrPercent(ru.MaxSurge, p.Child("maxSurge"))...)
 		if registry.IsZero(ru.MaxUnavailable) && registry.IsZero(ru.MaxSurge) {
 			errs = append(errs, field.Invalid(p.Child("maxUnavailable"), ru.MaxUnavailable, "may not be 0 when `maxSurge` is 0"))
 		}
-		return errs
+		return append(errs, registry.AtMost100Percent(ru.MaxUnavailable, p.Child("maxUnavailable"))...)
 	}
-	return field.ErrorList{field.NotSupported(path.Child("type"), s.Type,
+	var ru *internalRollingUpdate
+	if r := s.RollingUpdate; r != nil {
+		ru = newInternalRollingUpdate(r.MaxUnavailable, r.MaxSurge)
+	}
+	return field.ErrorList{field.NotSupported(path, internalStrategy{string(s.Type), ru},
 		[]appsv1.DeploymentStrategyType{appsv1.RecreateDeploymentStrategyType, appsv1.RollingUpdateDeploymentStrategyType})}
+}
+
+// internalStrategy is a Deployment's or DaemonSet's strategy as kube's internal types hold
+// it: kube reports an unknown type with the whole strategy as its value, printed as those
+// untagged structs marshal ({"Type":"Foo","RollingUpdate":{"MaxUnavailable":0,"MaxSurge":1}}).
+type internalStrategy struct {
+	Type          string
+	RollingUpdate *internalRollingUpdate
+}
+
+// internalRollingUpdate holds values, not pointers: an unset one is 0.
+type internalRollingUpdate struct {
+	MaxUnavailable, MaxSurge intstr.IntOrString
+}
+
+func newInternalRollingUpdate(maxUnavailable, maxSurge *intstr.IntOrString) *internalRollingUpdate {
+	return &internalRollingUpdate{ptr.Deref(maxUnavailable, intstr.IntOrString{}), ptr.Deref(maxSurge, intstr.IntOrString{})}
 }

@@ -211,11 +211,11 @@ func statefulSetPodTemplate(spec *appsv1.StatefulSetSpec) *corev1.PodTemplateSpe
 }
 
 // validateMaxUnavailable checks a StatefulSet's rollingUpdate.maxUnavailable: a count or
-// percentage, at most 100%, not 0.
+// percentage, not 0, at most 100%.
 func validateMaxUnavailable(v *intstr.IntOrString, path *field.Path) field.ErrorList {
-	errs := registry.ValidateIntOrPercent(v, path, true)
+	errs := registry.ValidateIntOrPercent(v, path)
 	if v != nil && registry.IsZero(v) {
 		errs = append(errs, field.Invalid(path, v, "cannot be 0"))
 	}
-	return errs
+	return append(errs, registry.AtMost100Percent(v, path)...)
 }

@@ -4,6 +4,7 @@
 package autoscaling
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
@@ -33,10 +35,10 @@ var HPARules = registry.Rules{
 		obj.(*autoscalingv2.HorizontalPodAutoscaler).Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
 	},
 	Validate: func(obj runtime.Object) field.ErrorList {
-		return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler))
+		return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler), nil)
 	},
-	ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
-		return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler))
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler), old.(*autoscalingv2.HorizontalPodAutoscaler))
 	},
 	Table: &registry.TableDef{
 		Columns: []metav1.TableColumnDefinition{
@@ -114,8 +116,8 @@ func defaultScalingRules(r, def *autoscalingv2.HPAScalingRules) *autoscalingv2.H
 	return r
 }
 
-// validateHPA is Kubernetes' autoscaling validation, messages included.
-func validateHPA(h *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
+// validateHPA is Kubernetes' autoscaling validation, messages included; old is nil on create.
+func validateHPA(h, old *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	errs := registry.ValidateMeta(h, true, validation.NameIsDNSSubdomain)
 	spec := field.NewPath("spec")
 	s := &h.Spec
@@ -128,17 +130,13 @@ func validateHPA(h *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	if s.MinReplicas != nil && s.MaxReplicas < *s.MinReplicas {
 		errs = append(errs, field.Invalid(spec.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to `minReplicas`"))
 	}
-	ref := spec.Child("scaleTargetRef")
-	if s.ScaleTargetRef.Kind == "" {
-		errs = append(errs, field.Required(ref.Child("kind"), ""))
-	}
-	if s.ScaleTargetRef.Name == "" {
-		errs = append(errs, field.Required(ref.Child("name"), ""))
-	} else {
-		errs = append(errs, corevalidation.InvalidEach(ref.Child("name"), s.ScaleTargetRef.Name, path.IsValidPathSegmentName(s.ScaleTargetRef.Name))...)
+	errs = append(errs, validateObjectRef(&s.ScaleTargetRef, spec.Child("scaleTargetRef"), scaleTargetAPIVersionRule(h, old))...)
+	objectRefs := allowEmptyGroup
+	if old != nil && hasInvalidObjectMetric(old.Spec.Metrics) {
+		objectRefs = allowAnyVersion // already invalid: an update need not fix it
 	}
 	for i := range s.Metrics {
-		errs = append(errs, validateMetricSpec(&s.Metrics[i], spec.Child("metrics").Index(i))...)
+		errs = append(errs, validateMetricSpec(&s.Metrics[i], spec.Child("metrics").Index(i), objectRefs)...)
 	}
 	if b := s.Behavior; b != nil {
 		errs = append(errs, validateScalingRules(b.ScaleUp, spec.Child("behavior", "scaleUp"))...)
@@ -147,7 +145,75 @@ func validateHPA(h *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	return errs
 }
 
-func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
+// apiVersionRule is how strictly an object reference's apiVersion is checked, kube's
+// CrossVersionObjectReferenceValidationOptions.
+type apiVersionRule int
+
+const (
+	requireGroup    apiVersionRule = iota // a group/version
+	allowEmptyGroup                       // a version alone (core v1) too
+	allowAnyVersion                       // not checked
+)
+
+// scaleTargetAPIVersionRule is kube's HPA strategy: the target needs an API group unless it
+// is a ReplicationController (the one scalable core kind) or an update keeps the old
+// target's apiVersion and kind.
+func scaleTargetAPIVersionRule(h, old *autoscalingv2.HorizontalPodAutoscaler) apiVersionRule {
+	ref := h.Spec.ScaleTargetRef
+	switch {
+	case old != nil && old.Spec.ScaleTargetRef.APIVersion == ref.APIVersion && old.Spec.ScaleTargetRef.Kind == ref.Kind:
+		return allowAnyVersion
+	case ref.Kind == "ReplicationController":
+		return allowEmptyGroup
+	}
+	return requireGroup
+}
+
+// validateObjectRef is kube's ValidateCrossVersionObjectReference.
+func validateObjectRef(ref *autoscalingv2.CrossVersionObjectReference, p *field.Path, rule apiVersionRule) field.ErrorList {
+	var errs field.ErrorList
+	if ref.Kind == "" {
+		errs = append(errs, field.Required(p.Child("kind"), ""))
+	} else {
+		errs = append(errs, corevalidation.InvalidEach(p.Child("kind"), ref.Kind, path.IsValidPathSegmentName(ref.Kind))...)
+	}
+	if ref.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	} else {
+		errs = append(errs, corevalidation.InvalidEach(p.Child("name"), ref.Name, path.IsValidPathSegmentName(ref.Name))...)
+	}
+	if err := checkAPIVersion(ref.APIVersion, rule); err != nil {
+		errs = append(errs, field.Invalid(p.Child("apiVersion"), ref.APIVersion, err.Error()))
+	}
+	return errs
+}
+
+func checkAPIVersion(apiVersion string, rule apiVersionRule) error {
+	if rule == allowAnyVersion {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return err
+	}
+	if rule == requireGroup && gv.Group == "" {
+		return errors.New("apiVersion must specify API group")
+	}
+	return nil
+}
+
+// hasInvalidObjectMetric tells whether an Object metric names an apiVersion that does not parse.
+func hasInvalidObjectMetric(metrics []autoscalingv2.MetricSpec) bool {
+	for _, m := range metrics {
+		if m.Type == autoscalingv2.ObjectMetricSourceType && m.Object != nil &&
+			checkAPIVersion(m.Object.DescribedObject.APIVersion, allowEmptyGroup) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path, objectRefs apiVersionRule) field.ErrorList {
 	var errs field.ErrorList
 	set := 0
 	for _, given := range []bool{m.Object != nil, m.Pods != nil, m.Resource != nil, m.ContainerResource != nil, m.External != nil} {
@@ -181,6 +247,7 @@ func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path) field.ErrorL
 		if m.Object == nil {
 			return append(errs, field.Required(p.Child("object"), "must populate information for the given metric source"))
 		}
+		errs = append(errs, validateObjectRef(&m.Object.DescribedObject, p.Child("object", "describedObject"), objectRefs)...)
 		errs = append(errs, validateMetricName(m.Object.Metric.Name, p.Child("object", "metric", "name"))...)
 	case autoscalingv2.ExternalMetricSourceType:
 		if m.External == nil {

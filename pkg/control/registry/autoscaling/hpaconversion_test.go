@@ -59,7 +59,7 @@ func TestHPAConversionRoundTrip(t *testing.T) {
 // A v1 autoscaler without a CPU target is stored with v2's default: 80% CPU.
 func TestHPAV1DefaultTarget(t *testing.T) {
 	v1 := &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{Kind: "Deployment", Name: "web"}, MaxReplicas: 3}}
+		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, MaxReplicas: 3}}
 	HPAV1Rules.Default(v1)
 	if errs := HPAV1Rules.Validate(v1); len(errs) != 0 {
 		t.Fatalf("valid v1 autoscaler refused: %v", errs)

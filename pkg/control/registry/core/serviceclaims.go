@@ -184,9 +184,6 @@ func (c *serviceClaim) initIPFamilies(spec *field.Path) field.ErrorList {
 	if *s.IPFamilyPolicy == corev1.IPFamilyPolicyRequireDualStack {
 		errs = append(errs, field.Invalid(spec.Child("ipFamilyPolicy"), *s.IPFamilyPolicy, "this cluster is not configured for dual-stack services"))
 	}
-	if *s.IPFamilyPolicy == corev1.IPFamilyPolicySingleStack && len(s.IPFamilies) > 1 {
-		errs = append(errs, field.Invalid(spec.Child("ipFamilyPolicy"), *s.IPFamilyPolicy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"))
-	}
 	for i, f := range s.IPFamilies {
 		if f != primary {
 			errs = append(errs, field.Invalid(spec.Child("ipFamilies").Index(i), f, "not configured on this cluster"))

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 	"k8s.io/utils/ptr"
 )
 
@@ -38,7 +39,7 @@ var ServiceRules = registry.Rules{
 	},
 	PrepareUpdate: func(obj, old runtime.Object) { prepareServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service)) },
 	Default:       func(obj runtime.Object) { defaultService(obj.(*corev1.Service)) },
-	Validate:      func(obj runtime.Object) field.ErrorList { return validateService(obj.(*corev1.Service)) },
+	Validate:      func(obj runtime.Object) field.ErrorList { return validateService(obj.(*corev1.Service), nil) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		return validateServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service))
 	},
@@ -138,6 +139,7 @@ func prepareServiceUpdate(svc, old *corev1.Service) {
 		if len(svc.Spec.IPFamilies) == 0 && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
 			svc.Spec.IPFamilies = old.Spec.IPFamilies
 		}
+		singleStackUnchanged(svc, old)
 	}
 	if len(svc.Spec.ClusterIPs) > 0 && svc.Spec.ClusterIP != svc.Spec.ClusterIPs[0] && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
 		// Only the singular field changed: the client means it for both.
@@ -165,6 +167,21 @@ func prepareServiceUpdate(svc, old *corev1.Service) {
 	}
 	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == 0 {
 		svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
+	}
+}
+
+// singleStackUnchanged: a SingleStack policy on fields left dual-stack as they were
+// keeps their primary, as kube's allocator does (a clear wish to go single-stack).
+func singleStackUnchanged(svc, old *corev1.Service) {
+	s := &svc.Spec
+	if s.IPFamilyPolicy == nil || *s.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack {
+		return
+	}
+	if len(s.ClusterIPs) > 1 && slices.Equal(s.ClusterIPs, old.Spec.ClusterIPs) {
+		s.ClusterIPs = s.ClusterIPs[:1]
+	}
+	if len(s.IPFamilies) > 1 && slices.Equal(s.IPFamilies, old.Spec.IPFamilies) {
+		s.IPFamilies = s.IPFamilies[:1]
 	}
 }
 
@@ -237,7 +254,13 @@ func nodePorts(svc *corev1.Service) []int32 {
 // serviceTypes in the sorted order kube names them in its error (sets.List).
 var serviceTypes = []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort}
 
-func validateService(svc *corev1.Service) field.ErrorList {
+// validateService checks a Service; old is nil on create.
+func validateService(svc, old *corev1.Service) field.ErrorList {
+	// kube-apiserver checks the IP family fields as it allocates, before it validates the
+	// rest, and stops there when they are wrong.
+	if errs := validateClusterIPsRelated(svc, old); len(errs) > 0 {
+		return errs
+	}
 	// RelaxedServiceNameValidation (beta, on by default in v1.36): any DNS label.
 	errs := registry.ValidateMeta(svc, true, validation.NameIsDNSLabel)
 	s, spec := &svc.Spec, field.NewPath("spec")
@@ -249,8 +272,10 @@ func validateService(svc *corev1.Service) field.ErrorList {
 	} else if len(s.Ports) == 0 && !isHeadless(svc) {
 		errs = append(errs, field.Required(spec.Child("ports"), ""))
 	}
+	if isHeadless(svc) && needsNodePorts(svc) {
+		errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(0), corev1.ClusterIPNone, fmt.Sprintf("may not be set to 'None' for %s services", s.Type)))
+	}
 	errs = append(errs, validateServicePorts(svc, spec.Child("ports"))...)
-	errs = append(errs, validateClusterIPs(svc, spec)...)
 	switch s.SessionAffinity {
 	case corev1.ServiceAffinityNone:
 		if s.SessionAffinityConfig != nil {
@@ -354,41 +379,90 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 	return errs
 }
 
-func validateClusterIPs(svc *corev1.Service, spec *field.Path) field.ErrorList {
+var (
+	ipFamilies       = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	ipFamilyPolicies = []corev1.IPFamilyPolicy{corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack, corev1.IPFamilyPolicySingleStack}
+)
+
+// validateClusterIPsRelated is kube's ValidateServiceClusterIPsRelatedFields and the
+// checks of the policy against the fields that its allocator makes before looking at the
+// cluster's ranges (those are in initIPFamilies).
+func validateClusterIPsRelated(svc, old *corev1.Service) field.ErrorList {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return nil // validateExternalName wants them all unset
+	}
+	errs := validateClusterIPFields(svc, old)
+	if p := svc.Spec.IPFamilyPolicy; len(errs) == 0 && p != nil && *p == corev1.IPFamilyPolicySingleStack {
+		policy := field.NewPath("spec", "ipFamilyPolicy")
+		if len(svc.Spec.ClusterIPs) == 2 {
+			errs = append(errs, field.Invalid(policy, *p, "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified"))
+		}
+		if len(svc.Spec.IPFamilies) == 2 {
+			errs = append(errs, field.Invalid(policy, *p, "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"))
+		}
+	}
+	return errs
+}
+
+// validateClusterIPFields is kube's ValidateServiceClusterIPsRelatedFields, in its order.
+func validateClusterIPFields(svc, old *corev1.Service) field.ErrorList {
 	var errs field.ErrorList
-	s := &svc.Spec
+	s, spec := &svc.Spec, field.NewPath("spec")
 	ipsPath := spec.Child("clusterIPs")
-	if len(s.ClusterIPs) > 0 && s.ClusterIP != s.ClusterIPs[0] {
+	switch {
+	case s.ClusterIP != "" && len(s.ClusterIPs) == 0:
+		errs = append(errs, field.Required(ipsPath, ""))
+	case s.ClusterIP != "" && s.ClusterIPs[0] != s.ClusterIP:
 		errs = append(errs, field.Invalid(ipsPath, s.ClusterIPs, "first value must match `clusterIP`"))
+	case s.ClusterIP == "" && len(s.ClusterIPs) > 0:
+		errs = append(errs, field.Invalid(ipsPath, s.ClusterIPs, "must be empty when `clusterIP` is not specified"))
+	}
+	for i, f := range s.IPFamilies {
+		if !slices.Contains(ipFamilies, f) {
+			errs = append(errs, field.NotSupported(spec.Child("ipFamilies").Index(i), f, ipFamilies))
+		}
+		if slices.Index(s.IPFamilies, f) < i {
+			errs = append(errs, field.Duplicate(spec.Child("ipFamilies").Index(i), f))
+		}
+	}
+	if p := s.IPFamilyPolicy; p != nil && !slices.Contains(ipFamilyPolicies, *p) {
+		errs = append(errs, field.NotSupported(spec.Child("ipFamilyPolicy"), *p, ipFamilyPolicies))
+	}
+	invalidIPs := false
+	for i, ip := range s.ClusterIPs {
+		if i == 0 && ip == corev1.ClusterIPNone {
+			if len(s.ClusterIPs) > 1 {
+				invalidIPs = true
+				errs = append(errs, field.Invalid(ipsPath, s.ClusterIPs, "'None' must be the first and only value"))
+			}
+			continue
+		}
+		if old != nil && slices.Contains(old.Spec.ClusterIPs, ip) {
+			continue // allowed before: kept
+		}
+		if ipErrs := utilvalidation.IsValidIP(ipsPath.Index(i), ip); len(ipErrs) > 0 {
+			invalidIPs = true
+			errs = append(errs, ipErrs...)
+		}
 	}
 	if len(s.ClusterIPs) > 2 {
 		errs = append(errs, field.Invalid(ipsPath, s.ClusterIPs, "may only hold up to 2 values"))
 	}
+	if invalidIPs {
+		return errs // the checks below would only repeat the bad values
+	}
+	if dual, _ := netutils.IsDualStackIPStrings(s.ClusterIPs); len(s.ClusterIPs) > 1 && !dual {
+		errs = append(errs, field.Invalid(ipsPath, s.ClusterIPs, "may specify no more than one IP for each IP family"))
+	}
+	if isHeadless(svc) {
+		return errs
+	}
 	for i, ip := range s.ClusterIPs {
-		if ip == corev1.ClusterIPNone {
-			if i > 0 || len(s.ClusterIPs) > 1 {
-				errs = append(errs, field.Invalid(ipsPath.Index(i), ip, "'None' must be the first and only value"))
-			} else if needsNodePorts(svc) {
-				errs = append(errs, field.Invalid(ipsPath.Index(i), ip, fmt.Sprintf("may not be set to 'None' for %s services", s.Type)))
-			}
-			continue
+		if i >= len(s.IPFamilies) {
+			break
 		}
-		errs = append(errs, utilvalidation.IsValidIP(ipsPath.Index(i), ip)...)
-	}
-	policies := []corev1.IPFamilyPolicy{corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack, corev1.IPFamilyPolicySingleStack}
-	if p := s.IPFamilyPolicy; p != nil && !slices.Contains(policies, *p) {
-		errs = append(errs, field.NotSupported(spec.Child("ipFamilyPolicy"), *p, policies))
-	}
-	families := []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
-	for i, f := range s.IPFamilies {
-		fp := spec.Child("ipFamilies").Index(i)
-		switch {
-		case !slices.Contains(families, f):
-			errs = append(errs, field.NotSupported(fp, f, families))
-		case slices.Index(s.IPFamilies, f) < i:
-			errs = append(errs, field.Duplicate(fp, f))
-		case i < len(s.ClusterIPs) && s.ClusterIPs[i] != corev1.ClusterIPNone && familyOf(s.ClusterIPs[i]) != "" && familyOf(s.ClusterIPs[i]) != f:
-			errs = append(errs, field.Invalid(ipsPath.Index(i), s.ClusterIPs[i], fmt.Sprintf("expected an %s value as indicated by `ipFamilies[%d]`", f, i)))
+		if f := s.IPFamilies[i]; slices.Contains(ipFamilies, f) && familyOf(ip) != f {
+			errs = append(errs, field.Invalid(ipsPath.Index(i), ip, fmt.Sprintf("expected an %s value as indicated by `ipFamilies[%d]`", f, i)))
 		}
 	}
 	return errs
@@ -424,7 +498,7 @@ func validateTrafficPolicies(svc *corev1.Service, spec *field.Path) field.ErrorL
 // cluster IP and IP family stay as allocated unless the Service becomes or stops being an
 // ExternalName.
 func validateServiceUpdate(svc, old *corev1.Service) field.ErrorList {
-	errs := validateService(svc)
+	errs := validateService(svc, old)
 	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort != old.Spec.HealthCheckNodePort {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "healthCheckNodePort"), "field is immutable"))
 	}

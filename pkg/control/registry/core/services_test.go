@@ -62,7 +62,8 @@ func TestServiceValidation(t *testing.T) {
 
 	svc = service("Web_1", corev1.ServicePort{Port: 80})
 	svc.Spec.ClusterIP = "300.1.1.1"
-	registrytest.ExpectErrors(t, "bad name and IP", registrytest.CreateSteps(ServiceRules, svc), "metadata.name: FieldValueInvalid", "spec.clusterIPs[0]: FieldValueInvalid")
+	// As kube-apiserver: a bad cluster IP stops validation before the name is looked at.
+	registrytest.ExpectErrors(t, "bad name and IP", registrytest.CreateSteps(ServiceRules, svc), "spec.clusterIPs[0]: FieldValueInvalid")
 
 	svc = service("ext")
 	svc.Spec.Type, svc.Spec.ClusterIP = corev1.ServiceTypeExternalName, "10.96.0.9"
@@ -78,11 +79,55 @@ func TestServiceValidation(t *testing.T) {
 	registrytest.ExpectMessage(t, registrytest.CreateSteps(ServiceRules, bogus), "spec.type",
 		`Unsupported value: "Bogus": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"`)
 	bogus = service("bogus", corev1.ServicePort{Port: 80, Protocol: "Bogus"})
-	bogus.Spec.SessionAffinity, bogus.Spec.IPFamilyPolicy = "Bogus", ptr.To[corev1.IPFamilyPolicy]("Bogus")
+	bogus.Spec.SessionAffinity = "Bogus"
 	errs = registrytest.CreateSteps(ServiceRules, bogus)
 	registrytest.ExpectMessage(t, errs, "spec.ports[0].protocol", `supported values: "SCTP", "TCP", "UDP"`)
 	registrytest.ExpectMessage(t, errs, "spec.sessionAffinity", `supported values: "ClientIP", "None"`)
-	registrytest.ExpectMessage(t, errs, "spec.ipFamilyPolicy", `supported values: "PreferDualStack", "RequireDualStack", "SingleStack"`)
+}
+
+// TestServiceIPFamilyErrorsStopValidation: as kube-apiserver, which checks the IP family
+// fields while allocating, before validating the rest, a wrong ipFamilyPolicy, ipFamilies
+// or clusterIPs is all that is reported (in kube's words and order, as the real server
+// printed them); an ExternalName service is only told the fields may not be set.
+func TestServiceIPFamilyErrorsStopValidation(t *testing.T) {
+	const badPolicy = `spec.ipFamilyPolicy: Unsupported value: "Foo": supported values: "PreferDualStack", "RequireDualStack", "SingleStack"`
+	for _, tc := range []struct {
+		name string
+		edit func(s *corev1.ServiceSpec)
+		want []string
+	}{
+		{"policy", func(s *corev1.ServiceSpec) { s.IPFamilyPolicy = ptr.To[corev1.IPFamilyPolicy]("Foo") }, []string{badPolicy}},
+		{"policy and type", func(s *corev1.ServiceSpec) {
+			s.Type, s.IPFamilyPolicy = "Foo", ptr.To[corev1.IPFamilyPolicy]("Foo")
+		}, []string{badPolicy}},
+		{"families, IPs and policy", func(s *corev1.ServiceSpec) {
+			s.IPFamilyPolicy, s.IPFamilies, s.ClusterIPs = ptr.To[corev1.IPFamilyPolicy]("Foo"), []corev1.IPFamily{"IPv4", "IPv4", "Bar"}, []string{"10.0.0.5", "1.2.3.4"}
+		}, []string{
+			`spec.clusterIPs: Invalid value: ["10.0.0.5","1.2.3.4"]: must be empty when ` + "`clusterIP`" + ` is not specified`,
+			`spec.ipFamilies[1]: Duplicate value: "IPv4"`,
+			`spec.ipFamilies[2]: Unsupported value: "Bar": supported values: "IPv4", "IPv6"`,
+			badPolicy,
+			`spec.clusterIPs: Invalid value: ["10.0.0.5","1.2.3.4"]: may specify no more than one IP for each IP family`,
+		}},
+		{"single stack, two families", func(s *corev1.ServiceSpec) {
+			s.IPFamilyPolicy, s.IPFamilies = ptr.To(corev1.IPFamilyPolicySingleStack), []corev1.IPFamily{"IPv4", "IPv6"}
+		}, []string{`spec.ipFamilyPolicy: Invalid value: "SingleStack": must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified`}},
+		{"external name", func(s *corev1.ServiceSpec) {
+			s.Type, s.ExternalName, s.IPFamilyPolicy = corev1.ServiceTypeExternalName, "foo.com", ptr.To[corev1.IPFamilyPolicy]("Foo")
+			s.Ports, s.SessionAffinity = []corev1.ServicePort{{Port: 80}}, corev1.ServiceAffinityNone
+		}, []string{`spec.ipFamilyPolicy: Forbidden: may not be set for ExternalName services`}},
+	} {
+		svc := service("web", corev1.ServicePort{Port: 0})
+		svc.Spec.SessionAffinity = "Bad"
+		tc.edit(&svc.Spec)
+		var got []string
+		for _, e := range registrytest.CreateSteps(ServiceRules, svc) {
+			got = append(got, e.Error())
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: errors\n%q, want\n%q", tc.name, got, tc.want)
+		}
+	}
 }
 
 func newRanges(t *testing.T, cidr string) allocator.Ranges {
@@ -243,5 +288,28 @@ func TestServiceWarningsAsKubernetes(t *testing.T) {
 		if got := ServiceRules.Warnings(svc, nil); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: warnings\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestServiceUpdateToSingleStack: a headless selectorless service holds both families; an
+// update asking for SingleStack that leaves them as they were keeps the primary one, as
+// kube's allocator does, rather than being refused for naming two families.
+func TestServiceUpdateToSingleStack(t *testing.T) {
+	ranges := newRanges(t, "10.0.0.0/24")
+	old := service("db")
+	old.Spec.ClusterIP, old.Spec.Selector = corev1.ClusterIPNone, nil
+	if err := createService(t, ranges, old); err != nil {
+		t.Fatal(err)
+	}
+	if len(old.Spec.IPFamilies) != 2 {
+		t.Fatalf("headless selectorless service has families %v, want both", old.Spec.IPFamilies)
+	}
+	single := old.DeepCopy()
+	single.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
+	if errs := registrytest.UpdateSteps(ServiceRules, single, old); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if !slices.Equal(single.Spec.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol}) {
+		t.Errorf("families %v, want [IPv4]", single.Spec.IPFamilies)
 	}
 }

@@ -106,7 +106,7 @@ func validateFlowSchema(fs *flowcontrolv1.FlowSchema) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("matchingPrecedence"), s.MatchingPrecedence, "only the schema named 'exempt' may have matchingPrecedence 1"))
 	}
 	if dm := s.DistinguisherMethod; dm != nil && !slices.Contains(distinguisherMethods, string(dm.Type)) {
-		errs = append(errs, field.NotSupported(spec.Child("distinguisherMethod", "type"), dm, distinguisherMethods))
+		errs = append(errs, field.NotSupported(spec.Child("distinguisherMethod", "type"), registry.GoNamed{V: dm}, distinguisherMethods))
 	}
 	plPath := spec.Child("priorityLevelConfiguration", "name")
 	if pl := s.PriorityLevelConfiguration.Name; pl == "" {
@@ -119,7 +119,7 @@ func validateFlowSchema(fs *flowcontrolv1.FlowSchema) field.ErrorList {
 	}
 	for _, m := range bootstrap.MandatoryFlowSchemas {
 		if m.Name == fs.Name && !equality.Semantic.DeepEqual(*s, m.Spec) {
-			errs = append(errs, field.Invalid(spec, *s, fmt.Sprintf("spec of '%s' must equal the fixed value", fs.Name)))
+			errs = append(errs, field.Invalid(spec, registry.GoNamed{V: s}, fmt.Sprintf("spec of '%s' must equal the fixed value", fs.Name)))
 		}
 	}
 	conditions := make([]string, len(fs.Status.Conditions))
@@ -129,15 +129,15 @@ func validateFlowSchema(fs *flowcontrolv1.FlowSchema) field.ErrorList {
 	return append(errs, validateConditionTypes(conditions, field.NewPath("status", "conditions"))...)
 }
 
-// validateConditionTypes: every condition has a type, each type at most once.
+// validateConditionTypes: each type at most once, every condition has a type.
 func validateConditionTypes(types []string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, t := range types {
-		switch {
-		case t == "":
-			errs = append(errs, field.Required(path.Index(i).Child("type"), ""))
-		case slices.Contains(types[:i], t):
+		if slices.Contains(types[:i], t) {
 			errs = append(errs, field.Duplicate(path.Index(i).Child("type"), t))
+		}
+		if t == "" {
+			errs = append(errs, field.Required(path.Index(i).Child("type"), ""))
 		}
 	}
 	return errs
@@ -431,19 +431,25 @@ func validateMandatoryPriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration
 			msg = fmt.Sprintf("spec of '%s' except the 'spec.exempt' field must equal the fixed value", pl.Name)
 		}
 		if !equality.Semantic.DeepEqual(*have, m.Spec) {
-			return field.ErrorList{field.Invalid(spec, pl.Spec, msg)}
+			return field.ErrorList{field.Invalid(spec, registry.GoNamed{V: pl.Spec}, msg)}
 		}
 	}
 	return nil
 }
 
+// validateLimited checks in kube's order: shares, the limit response, then the percentages.
 func validateLimited(l *flowcontrolv1.LimitedPriorityLevelConfiguration, path *field.Path) field.ErrorList {
 	errs := validateShares(l.NominalConcurrencyShares, path.Child("nominalConcurrencyShares"))
+	errs = append(errs, validateLimitResponse(&l.LimitResponse, path.Child("limitResponse"))...)
 	errs = append(errs, validateLendablePercent(l.LendablePercent, path.Child("lendablePercent"))...)
 	if b := l.BorrowingLimitPercent; b != nil && *b < 0 {
 		errs = append(errs, field.Invalid(path.Child("borrowingLimitPercent"), *b, "if specified, must be a non-negative integer"))
 	}
-	lr, lp := l.LimitResponse, path.Child("limitResponse")
+	return errs
+}
+
+func validateLimitResponse(lr *flowcontrolv1.LimitResponse, lp *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	switch lr.Type {
 	case flowcontrolv1.LimitResponseTypeReject:
 		if lr.Queuing != nil {

@@ -63,7 +63,7 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 				return obj, nil
 			}
 			_, gcChanged := collectorFinalizers(res, MustMeta(marking), opts)
-			mark = graceful || gcChanged || finalizing(res, obj)
+			mark = graceful || gcChanged || finalizing(res, obj) || marksDeleted(res, obj)
 		}
 		// Admitted for the mark and again for the removal, as kube's deleteValidation is.
 		if err := s.admitDelete(ctx, res, obj, admit, dry); err != nil {
@@ -206,6 +206,9 @@ func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns,
 		if finalizers, changed := collectorFinalizers(res, m, opts); changed {
 			m.SetFinalizers(finalizers)
 		}
+		if marksDeleted(res, cur) {
+			res.Rules.MarkDeleted(cur)
+		}
 		if !graceful {
 			if !finalizing(res, cur) {
 				return nil, errDeleteNow
@@ -221,6 +224,11 @@ func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns,
 		return nil, false, err
 	}
 	return out, finalized(res, out), nil
+}
+
+// marksDeleted tells whether the kind's MarkDeleted is due: obj is not marked yet.
+func marksDeleted(res *registry.Resource, obj runtime.Object) bool {
+	return res.Rules.MarkDeleted != nil && MustMeta(obj).GetDeletionTimestamp() == nil
 }
 
 // errDeleteNow tells markForDeletion that there is nothing to mark: the object just goes.

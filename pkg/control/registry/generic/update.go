@@ -64,13 +64,13 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	if (res.Rules.Generation && specChanged(obj, old)) || (res.Rules.GenerationChanged != nil && res.Rules.GenerationChanged(obj, old)) {
 		m.Generation++
 	}
-	oldMeta := om
-	if opts.deleting { // the delete path itself set these; nothing else may
-		oldMeta = om.DeepCopy()
-		oldMeta.DeletionTimestamp, oldMeta.DeletionGracePeriodSeconds = m.DeletionTimestamp, m.DeletionGracePeriodSeconds
-		oldMeta.Finalizers = m.Finalizers // the garbage collector's finalizer comes with the deletion
+	if opts.deleting { // the delete path itself set these; nothing else may (the kind's own validation included)
+		old = old.DeepCopyObject()
+		om = ObjectMeta(old)
+		om.DeletionTimestamp, om.DeletionGracePeriodSeconds = m.DeletionTimestamp, m.DeletionGracePeriodSeconds
+		om.Finalizers = m.Finalizers // the garbage collector's and the kind's finalizers come with the deletion
 	}
-	errs := validation.ValidateObjectMetaUpdate(m, oldMeta, field.NewPath("metadata"))
+	errs := validation.ValidateObjectMetaUpdate(m, om, field.NewPath("metadata"))
 	switch {
 	case validate != nil:
 		errs = append(errs, validate(obj, old)...)

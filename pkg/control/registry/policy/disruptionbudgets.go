@@ -43,8 +43,10 @@ func validatePodDisruptionBudget(pdb *policyv1.PodDisruptionBudget) field.ErrorL
 	if s.MinAvailable != nil && s.MaxUnavailable != nil {
 		errs = append(errs, field.Invalid(spec, s, "minAvailable and maxUnavailable cannot be both set"))
 	}
-	errs = append(errs, registry.ValidateIntOrPercent(s.MinAvailable, spec.Child("minAvailable"), true)...)
-	errs = append(errs, registry.ValidateIntOrPercent(s.MaxUnavailable, spec.Child("maxUnavailable"), true)...)
+	errs = append(errs, registry.ValidateIntOrPercent(s.MinAvailable, spec.Child("minAvailable"))...)
+	errs = append(errs, registry.AtMost100Percent(s.MinAvailable, spec.Child("minAvailable"))...)
+	errs = append(errs, registry.ValidateIntOrPercent(s.MaxUnavailable, spec.Child("maxUnavailable"))...)
+	errs = append(errs, registry.AtMost100Percent(s.MaxUnavailable, spec.Child("maxUnavailable"))...)
 	if s.Selector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, spec.Child("selector"))...)
 	}

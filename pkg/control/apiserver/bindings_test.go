@@ -1,0 +1,69 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// TestLegacyBindings: POST of a Binding to core v1's bindings assigns the pod it names, as
+// kube-apiserver's LegacyBindingREST does, and discovery lists bindings first in /api/v1
+// with the one verb create, in the legacy and the aggregated form.
+func TestLegacyBindings(t *testing.T) {
+	s, _ := newCachedServer(t)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
+	ctx := context.Background()
+	if _, err := client.CoreV1().Pods("default").Create(ctx, podNamed("web", "a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
+	if err := client.CoreV1().RESTClient().Post().Namespace("default").Resource("bindings").Body(b).Do(ctx).Error(); err != nil {
+		t.Fatalf("POST bindings: %v", err)
+	}
+	pod, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || pod.Spec.NodeName != "node-1" {
+		t.Fatalf("pod after the binding: node %q, %v", pod.Spec.NodeName, err)
+	}
+	if err := client.CoreV1().RESTClient().Post().Namespace("default").Resource("bindings").Body(b).Do(ctx).Error(); err == nil {
+		t.Error("a second binding of the pod was accepted")
+	}
+	var code int
+	client.CoreV1().RESTClient().Get().Namespace("default").Resource("bindings").Do(ctx).StatusCode(&code)
+	if code != http.StatusMethodNotAllowed {
+		t.Errorf("GET bindings: %d, want 405", code)
+	}
+
+	legacy, err := client.Discovery().ServerResourcesForGroupVersion("v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := metav1.APIResource{Name: "bindings", SingularName: "binding", Namespaced: true, Kind: "Binding", Verbs: metav1.Verbs{"create"}}
+	if got := legacy.APIResources[0]; got.Name != want.Name || got.SingularName != want.SingularName || !got.Namespaced || got.Kind != want.Kind || !slices.Equal(got.Verbs, want.Verbs) {
+		t.Errorf("first /api/v1 resource %+v, want %+v", got, want)
+	}
+	// client-go reads aggregated discovery when the server offers it, as kubectl api-resources does.
+	_, lists, err := client.Discovery().ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range lists {
+		for _, r := range l.APIResources {
+			if l.GroupVersion == "v1" && r.Name == "bindings" {
+				found = slices.Equal(r.Verbs, want.Verbs) && r.Namespaced && r.Kind == "Binding"
+			}
+		}
+	}
+	if !found {
+		t.Error("aggregated discovery does not list v1 bindings with verb create")
+	}
+}
