@@ -30,6 +30,7 @@ func TestListParameterErrors(t *testing.T) {
 		{"/apis/apps/v1/namespaces/default/replicasets", "fieldSelector=status.replicas=0", `"status.replicas" is not a known field selector: only "metadata.name", "metadata.namespace"`},
 		{"/api/v1/namespaces/default/pods", "limit=x", `strconv.ParseInt: parsing "x": invalid syntax`},
 		{"/api/v1/namespaces/default/pods", "watch=1&timeoutSeconds=x", `strconv.ParseInt: parsing "x": invalid syntax`},
+		{"/api/v1/namespaces/default/pods", "timeoutSeconds=x", `strconv.ParseInt: parsing "x": invalid syntax`},
 	} {
 		q, err := url.ParseQuery(tc.query)
 		if err != nil {

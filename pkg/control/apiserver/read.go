@@ -269,6 +269,14 @@ func listOptions(q url.Values, watch bool) (metainternalversion.ListOptions, err
 		send := isTrue(v)
 		opts.SendInitialEvents = &send
 	}
+	// A LIST does not use it, but kube-apiserver decodes it into every LIST's options.
+	if v := q.Get("timeoutSeconds"); v != "" {
+		timeout, err := parseInt(v)
+		if err != nil {
+			return opts, err
+		}
+		opts.TimeoutSeconds = &timeout
+	}
 	if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
 		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}

@@ -39,7 +39,8 @@ type watchParams struct {
 func parseWatchParams(r *http.Request) (watchParams, error) {
 	q := r.URL.Query()
 	p := watchParams{bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
-	if _, err := listOptions(q, true); err != nil {
+	opts, err := listOptions(q, true)
+	if err != nil {
 		return p, err
 	}
 	rv := q.Get("resourceVersion")
@@ -54,11 +55,9 @@ func parseWatchParams(r *http.Request) (watchParams, error) {
 		p.initialEvents = isTrue(v)
 		p.initialEventsDone = p.initialEvents && p.bookmarks
 	}
-	timeout, err := parseInt(q.Get("timeoutSeconds"))
-	if err != nil {
-		return p, err
+	if opts.TimeoutSeconds != nil {
+		p.timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
-	p.timeout = time.Duration(timeout) * time.Second
 	return p, nil
 }
 

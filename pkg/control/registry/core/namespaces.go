@@ -40,7 +40,14 @@ var NamespaceRules = registry.Rules{
 	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		ns := obj.(*corev1.Namespace)
-		return validation.ValidateObjectMeta(&ns.ObjectMeta, false, validation.ValidateNamespaceName, field.NewPath("metadata"))
+		errs := validation.ValidateObjectMeta(&ns.ObjectMeta, false, validation.ValidateNamespaceName, field.NewPath("metadata"))
+		// kube's path names the list, not the item.
+		path := field.NewPath("spec", "finalizers")
+		for _, f := range ns.Spec.Finalizers {
+			errs = append(errs, validation.ValidateFinalizerName(string(f), path)...)
+			errs = append(errs, registry.KubeFinalizerNameErrors(string(f), path)...)
+		}
+		return errs
 	},
 	Fields: func(obj runtime.Object) fields.Set {
 		return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}

@@ -12,6 +12,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -225,5 +226,45 @@ func TestCreateTracksTheRequestBeforeAdmission(t *testing.T) {
 	got := created.(*corev1.Pod)
 	if got.Labels["admitted"] != "yes" || got.Spec.Priority == nil || *got.Spec.Priority != 0 {
 		t.Errorf("created pod: labels %v, priority %v; want admission's label and priority 0", got.Labels, got.Spec.Priority)
+	}
+}
+
+// A finalizer name without a domain must be one of Kubernetes' standard ones, on create and
+// update, for the kinds kube-apiserver's core validation checks (a ConfigMap, a Namespace's
+// spec too); a Lease, which
+// it validates with apimachinery's checks alone, takes one.
+func TestFinalizerNamesAsCoreValidation(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	cms := s.resource(t, "configmaps")
+	const want = `ConfigMap "c" is invalid: metadata.finalizers[1]: Invalid value: "hold": name is neither a standard finalizer name nor is it fully qualified`
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default", Finalizers: []string{"kubernetes", "hold", "example.com/hold", "orphan"}}}
+	if _, err := s.Create(ctx, cms, cm, CreateOptions{}); !apierrors.IsInvalid(err) || err.Error() != want {
+		t.Errorf("create: %v, want %s", err, want)
+	}
+	cm.Finalizers = []string{"kubernetes", "example.com/hold", "foregroundDeletion"}
+	if _, err := s.Create(ctx, cms, cm, CreateOptions{}); err != nil {
+		t.Fatalf("create with standard and qualified finalizers: %v", err)
+	}
+	_, err := s.Update(ctx, cms, "default", "c", UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+		MustMeta(cur).SetFinalizers([]string{"kubernetes", "hold"})
+		return cur, nil
+	})
+	if !apierrors.IsInvalid(err) || err.Error() != want {
+		t.Errorf("update: %v, want %s", err, want)
+	}
+	// A namespace's spec.finalizers too, with kube's path of the list.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"a/b", "hold"}}}
+	const wantNS = `Namespace "n" is invalid: spec.finalizers: Invalid value: "hold": name is neither a standard finalizer name nor is it fully qualified`
+	if _, err := s.Create(ctx, s.resource(t, "namespaces"), ns, CreateOptions{}); !apierrors.IsInvalid(err) || err.Error() != wantNS {
+		t.Errorf("namespace: %v, want %s", err, wantNS)
+	}
+	leases, ok := s.reg.Lookup(coordinationv1.SchemeGroupVersion.WithResource("leases"))
+	if !ok {
+		t.Fatal("no leases")
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "default", Finalizers: []string{"hold"}}}
+	if _, err := s.Create(ctx, leases, lease, CreateOptions{}); err != nil {
+		t.Errorf("a Lease with finalizer hold: %v, want it created as kube-apiserver does", err)
 	}
 }
