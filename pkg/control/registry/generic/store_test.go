@@ -227,3 +227,38 @@ func TestCreateTracksTheRequestBeforeAdmission(t *testing.T) {
 		t.Errorf("created pod: labels %v, priority %v; want admission's label and priority 0", got.Labels, got.Spec.Priority)
 	}
 }
+
+// A namespace's spec.finalizers change through its finalize subresource only: an update
+// that drops them keeps them (kube's namespace strategy), so a terminating namespace is not
+// purged by a patch; finalize drops them and the namespace goes.
+func TestNamespaceFinalizersOnlyThroughFinalize(t *testing.T) {
+	s, st := newTestStore(t, Admission{})
+	ctx := t.Context()
+	nss := s.resource(t, "namespaces")
+	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}}, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	drop := func(cur runtime.Object) (runtime.Object, error) {
+		cur.(*corev1.Namespace).Spec.Finalizers = nil
+		return cur, nil
+	}
+	got, err := s.Update(ctx, nss, "", "going", UpdateOptions{}, drop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := got.(*corev1.Namespace).Spec.Finalizers; len(f) != 1 || f[0] != corev1.FinalizerKubernetes {
+		t.Errorf("finalizers after an update that drops them: %v, want [kubernetes]", f)
+	}
+	if _, err := st.Get(ctx, Key(nss, "", "going")); err != nil {
+		t.Fatalf("the terminating namespace went on an update: %v", err)
+	}
+	if _, err := s.Update(ctx, nss, "", "going", UpdateOptions{Subresource: "finalize"}, drop); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, Key(nss, "", "going")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the namespace stayed after finalize dropped its finalizers: %v", err)
+	}
+}
