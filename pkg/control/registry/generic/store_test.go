@@ -12,6 +12,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -260,5 +261,41 @@ func TestNamespaceFinalizersOnlyThroughFinalize(t *testing.T) {
 	}
 	if _, err := st.Get(ctx, Key(nss, "", "going")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the namespace stayed after finalize dropped its finalizers: %v", err)
+	}
+}
+
+// A built-in kind's finalizer without a domain must be a standard one, checked on create
+// and update after the other metadata errors (kube's core ObjectMeta validation); a Lease
+// takes any, as kube-apiserver checks it with apimachinery's validation alone.
+func TestFinalizerNames(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	cms := s.resource(t, "configmaps")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default",
+		Finalizers: []string{"bad", metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents, "kubernetes", "example.com/ok"}}}
+	_, err := s.Create(ctx, cms, cm, CreateOptions{})
+	want := `ConfigMap "c" is invalid: [metadata.finalizers: Invalid value: ["bad","orphan","foregroundDeletion","kubernetes","example.com/ok"]: finalizer orphan and foregroundDeletion cannot be both set, ` +
+		`metadata.finalizers[0]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified]`
+	if err == nil || err.Error() != want {
+		t.Errorf("create: %v\nwant %s", err, want)
+	}
+	cm.Finalizers = []string{"example.com/ok"}
+	if _, err := s.Create(ctx, cms, cm, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Update(ctx, cms, "default", "c", UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+		MustMeta(cur).SetFinalizers([]string{"bad"})
+		return cur, nil
+	})
+	if want := `ConfigMap "c" is invalid: metadata.finalizers[0]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`; err == nil || err.Error() != want {
+		t.Errorf("update: %v\nwant %s", err, want)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "default", Finalizers: []string{"bad"}}}
+	leases, ok := s.reg.Lookup(coordinationv1.SchemeGroupVersion.WithResource("leases"))
+	if !ok {
+		t.Fatal("no leases")
+	}
+	if _, err := s.Create(ctx, leases, lease, CreateOptions{}); err != nil {
+		t.Errorf("a Lease's finalizer without a domain: %v", err)
 	}
 }

@@ -70,7 +70,7 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		oldMeta.DeletionTimestamp, oldMeta.DeletionGracePeriodSeconds = m.DeletionTimestamp, m.DeletionGracePeriodSeconds
 		oldMeta.Finalizers = m.Finalizers // the garbage collector's finalizer comes with the deletion
 	}
-	errs := validation.ValidateObjectMetaUpdate(m, oldMeta, field.NewPath("metadata"))
+	errs := append(validation.ValidateObjectMetaUpdate(m, oldMeta, field.NewPath("metadata")), validateFinalizerNames(res, m)...)
 	switch {
 	case validate != nil:
 		errs = append(errs, validate(obj, old)...)
