@@ -13,7 +13,8 @@ import (
 
 // anyFinalizerGroups are the groups whose kinds kube-apiserver checks with apimachinery's
 // ObjectMeta validation alone, which takes any qualified finalizer name; the other
-// built-in kinds go through its core validation, which adds validateKubeFinalizerName.
+// built-in kinds go through its core validation, which adds validateKubeFinalizerName
+// (but for a core/v1 Event, which it validates loosely for backwards compatibility).
 var anyFinalizerGroups = sets.New("admissionregistration.k8s.io", "coordination.k8s.io", "policy",
 	"apiextensions.k8s.io", "apiregistration.k8s.io")
 
@@ -23,7 +24,7 @@ var standardFinalizers = []string{string(corev1.FinalizerKubernetes), metav1.Fin
 // validateFinalizerNames is kube's validateKubeFinalizerName for each of m's finalizers:
 // one without a domain must be a standard one.
 func validateFinalizerNames(res *registry.Resource, m *metav1.ObjectMeta) field.ErrorList {
-	if anyFinalizerGroups.Has(res.Group) || registry.IsCustom(res.GVK()) {
+	if anyFinalizerGroups.Has(res.Group) || registry.IsCustom(res.GVK()) || res.GroupResource() == corev1.Resource("events") {
 		return nil
 	}
 	var errs field.ErrorList

@@ -266,7 +266,8 @@ func TestNamespaceFinalizersOnlyThroughFinalize(t *testing.T) {
 
 // A built-in kind's finalizer without a domain must be a standard one, checked on create
 // and update after the other metadata errors (kube's core ObjectMeta validation); a Lease
-// takes any, as kube-apiserver checks it with apimachinery's validation alone.
+// takes any, as kube-apiserver checks it with apimachinery's validation alone, and so does
+// a core/v1 Event.
 func TestFinalizerNames(t *testing.T) {
 	s, _ := newTestStore(t, Admission{})
 	ctx := t.Context()
@@ -297,5 +298,10 @@ func TestFinalizerNames(t *testing.T) {
 	}
 	if _, err := s.Create(ctx, leases, lease, CreateOptions{}); err != nil {
 		t.Errorf("a Lease's finalizer without a domain: %v", err)
+	}
+	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "default", Finalizers: []string{"bad"}},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "default"}}
+	if _, err := s.Create(ctx, s.resource(t, "events"), event, CreateOptions{}); err != nil {
+		t.Errorf("a core/v1 Event's finalizer without a domain: %v", err)
 	}
 }
