@@ -219,7 +219,7 @@ func TestEvictionRefusals(t *testing.T) {
 }
 
 // kubectl drain finds the eviction subresource and its group/version in discovery; a
-// subresource miniapi does not serve is a 404 that says so, not "pod not found".
+// subresource miniapi does not serve is kube's 404 for a route it lacks, not "pod not found".
 func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
 	s, _ := newCachedServer(t)
 	h := s.Handler()
@@ -236,7 +236,7 @@ func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
 	}
 	runningPod(t, h, "a", true)
 	w := do(t, h, "GET", "/api/v1/namespaces/default/pods/a/unknown", nil)
-	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "does not serve pods/unknown") {
+	if w.Code != http.StatusNotFound || apitest.ResponseStatus(t, w.Body.Bytes()).Message != "the server could not find the requested resource" {
 		t.Errorf("GET pods/a/unknown: %d %s", w.Code, w.Body)
 	}
 	// kubectl tells a missing subresource from a missing pod by details with no name

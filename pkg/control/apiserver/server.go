@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -240,11 +239,11 @@ func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestIn
 	}
 	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
 		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec). Details
-		// without a name, as kube-apiserver's 404 for a route it lacks: kubectl debug reads
-		// them to say ephemeral containers are not served.
+		// without a name and kube-apiserver's words for a route it lacks (kubectl scale of
+		// a Job shows them): kubectl debug reads the details to say ephemeral containers
+		// are not served.
 		return nil, info, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
-			Details: &metav1.StatusDetails{},
-			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}}
+			Details: &metav1.StatusDetails{}, Message: "the server could not find the requested resource"}}
 	}
 	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
 		return nil, info, discovery.NotServed()

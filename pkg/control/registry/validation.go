@@ -145,27 +145,8 @@ func DefaultVolumeMode(m **corev1.PersistentVolumeMode) {
 	}
 }
 
-// apimachineryMetaGroups are the built-in groups whose kinds kube-apiserver validates with
-// apimachinery's ObjectMeta checks alone (as custom resources): the other built-in kinds go
-// through core validation's, which also checks finalizer names (MetaFinalizerErrors).
-var apimachineryMetaGroups = sets.New("admissionregistration.k8s.io", "coordination.k8s.io", "node.k8s.io",
-	"apiextensions.k8s.io", "apiregistration.k8s.io")
-
 // standardFinalizers are the finalizer names that need no domain (core helper's).
 var standardFinalizers = sets.New(string(corev1.FinalizerKubernetes), metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents)
-
-// MetaFinalizerErrors are core validation's check of an object's finalizers beyond
-// apimachinery's, for the kinds of res that kube-apiserver runs it on.
-func MetaFinalizerErrors(res *Resource, finalizers []string) field.ErrorList {
-	if IsCustom(res.GVK()) || apimachineryMetaGroups.Has(res.Group) {
-		return nil
-	}
-	var errs field.ErrorList
-	for i, f := range finalizers {
-		errs = append(errs, KubeFinalizerNameErrors(f, field.NewPath("metadata", "finalizers").Index(i))...)
-	}
-	return errs
-}
 
 // KubeFinalizerNameErrors is core validation's validateKubeFinalizerName: a name without a
 // "/" must be a standard one.

@@ -38,6 +38,12 @@ var NamespaceRules = registry.Rules{
 			ns.Spec.Finalizers = append(ns.Spec.Finalizers, NamespaceFinalizer)
 		}
 	},
+	// Only the finalize subresource changes spec.finalizers: an update keeps them, so
+	// patching them away does not purge a terminating namespace (kube's strategy).
+	PrepareUpdate: func(obj, old runtime.Object) {
+		obj.(*corev1.Namespace).Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
+	},
+	SubresourceUpdates: map[string]registry.SubresourceRules{"finalize": {}},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		ns := obj.(*corev1.Namespace)
 		errs := validation.ValidateObjectMeta(&ns.ObjectMeta, false, validation.ValidateNamespaceName, field.NewPath("metadata"))

@@ -8,6 +8,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -173,6 +175,10 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "nodeName"), "may not be changed once set"))
 	}
 	specPath := field.NewPath("spec")
+	updErrs, stop := validatePodUpdatableFields(&p.Spec, &old.Spec, specPath)
+	if errs = append(errs, updErrs...); stop {
+		return errs
+	}
 	errs = append(errs, validateOnlyAddedTolerations(p.Spec.Tolerations, old.Spec.Tolerations, specPath.Child("tolerations"))...)
 	errs = append(errs, validateOnlyDeletedSchedulingGates(p.Spec.SchedulingGates, old.Spec.SchedulingGates, specPath.Child("schedulingGates"))...)
 	mutable := old.Spec.DeepCopy()
@@ -186,15 +192,14 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 		mutable.NodeSelector = p.Spec.NodeSelector
 		mutable.Affinity = withNodeAffinity(mutable.Affinity, p.Spec.Affinity)
 	}
-	if len(mutable.Containers) == len(p.Spec.Containers) {
-		for i := range mutable.Containers {
-			mutable.Containers[i].Image = p.Spec.Containers[i].Image
-		}
+	for i := range mutable.Containers {
+		mutable.Containers[i].Image = p.Spec.Containers[i].Image
 	}
-	if len(mutable.InitContainers) == len(p.Spec.InitContainers) {
-		for i := range mutable.InitContainers {
-			mutable.InitContainers[i].Image = p.Spec.InitContainers[i].Image
-		}
+	for i := range mutable.InitContainers {
+		mutable.InitContainers[i].Image = p.Spec.InitContainers[i].Image
+	}
+	if g, oldG := p.Spec.TerminationGracePeriodSeconds, old.Spec.TerminationGracePeriodSeconds; oldG != nil && *oldG < 0 && g != nil && *g == 1 {
+		mutable.TerminationGracePeriodSeconds = g // a negative grace period may become 1
 	}
 	if !equality.Semantic.DeepEqual(mutable, &p.Spec) {
 		// kube-apiserver's words, with the diff it appends (of its internal types' JSON, whose
@@ -203,6 +208,30 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 			strings.Join(updatablePodSpecFields, ","), diff.Diff(*mutable, p.Spec))))
 	}
 	return errs
+}
+
+// validatePodUpdatableFields is kube's check of what a pod update may change before the
+// rest of its spec is compared: as many containers as before (stop: the rest would not
+// line up) and an activeDeadlineSeconds that is kept, set or lowered (stop when out of
+// range or raised).
+func validatePodUpdatableFields(spec, old *corev1.PodSpec, path *field.Path) (field.ErrorList, bool) {
+	if len(spec.Containers) != len(old.Containers) {
+		return field.ErrorList{field.Forbidden(path.Child("containers"), "pod updates may not add or remove containers")}, true
+	}
+	if len(spec.InitContainers) != len(old.InitContainers) {
+		return field.ErrorList{field.Forbidden(path.Child("initContainers"), "pod updates may not add or remove containers")}, true
+	}
+	deadline, p := spec.ActiveDeadlineSeconds, path.Child("activeDeadlineSeconds")
+	switch {
+	case deadline == nil && old.ActiveDeadlineSeconds != nil:
+		return field.ErrorList{field.Invalid(p, deadline, "must not update from a positive integer to nil value")}, false
+	case deadline == nil:
+	case *deadline < 0 || *deadline > math.MaxInt32:
+		return field.ErrorList{field.Invalid(p, *deadline, utilvalidation.InclusiveRangeError(0, math.MaxInt32))}, true
+	case old.ActiveDeadlineSeconds != nil && *old.ActiveDeadlineSeconds < *deadline:
+		return field.ErrorList{field.Invalid(p, *deadline, "must be less than or equal to previous value")}, true
+	}
+	return nil, false
 }
 
 // validateOnlyAddedTolerations refuses an update that removes or changes a toleration other

@@ -83,9 +83,8 @@ func validateQuotaList(list corev1.ResourceList, path *field.Path) field.ErrorLi
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(list)) {
 		p, q := path.Key(string(name)), list[name]
-		if nameErrs := corevalidation.ValidateResourceName(name, p); len(nameErrs) > 0 {
-			errs = append(errs, nameErrs...)
-		} else if !strings.Contains(string(name), "/") && !resourcename.IsStandardQuota(name) {
+		errs = append(errs, corevalidation.ValidateResourceName(name, p)...)
+		if !strings.Contains(string(name), "/") && !resourcename.IsStandardQuota(name) { // kube adds it to a bad name's errors
 			errs = append(errs, field.Invalid(p, name, "must be a standard resource for quota"))
 		}
 		if q.Sign() < 0 {

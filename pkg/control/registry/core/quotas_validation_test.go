@@ -40,6 +40,12 @@ func TestResourceQuotaValidation(t *testing.T) {
 		registrytest.ExpectMessage(t, errs, tc.field, tc.msg)
 	}
 
+	// kube reports an unknown name twice: not a standard resource, not one for quota.
+	unknown := registrytest.CreateSteps(ResourceQuotaRules, quota(resourceList("foo", "1")))
+	if got, want := unknown.ToAggregate().Error(), `[spec.hard[foo]: Invalid value: "foo": must be a standard resource type or fully qualified, spec.hard[foo]: Invalid value: "foo": must be a standard resource for quota]`; got != want {
+		t.Errorf("unknown resource: got %s, want %s", got, want)
+	}
+
 	selector := func(reqs ...corev1.ScopedResourceSelectorRequirement) *corev1.ResourceQuota {
 		q := quota(resourceList("pods", "1"))
 		q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: reqs}

@@ -305,7 +305,19 @@ func validateService(svc, old *corev1.Service) field.ErrorList {
 			errs = append(errs, field.Forbidden(spec.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
 		}
 	}
-	return errs
+	return append(errs, validateLoadBalancerClass(svc, spec.Child("loadBalancerClass"))...)
+}
+
+// validateLoadBalancerClass is kube's: a qualified name, on a LoadBalancer Service only.
+func validateLoadBalancerClass(svc *corev1.Service, path *field.Path) field.ErrorList {
+	switch class := svc.Spec.LoadBalancerClass; {
+	case class == nil:
+		return nil
+	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer:
+		return field.ErrorList{field.Forbidden(path, "may only be used when `type` is 'LoadBalancer'")}
+	default:
+		return corevalidation.InvalidEach(path, *class, utilvalidation.IsQualifiedName(*class))
+	}
 }
 
 func validateExternalName(svc *corev1.Service, spec *field.Path) field.ErrorList {
@@ -499,6 +511,9 @@ func validateTrafficPolicies(svc *corev1.Service, spec *field.Path) field.ErrorL
 // ExternalName.
 func validateServiceUpdate(svc, old *corev1.Service) field.ErrorList {
 	errs := validateService(svc, old)
+	if lb := corev1.ServiceTypeLoadBalancer; svc.Spec.Type == lb && old.Spec.Type == lb && !equality.Semantic.DeepEqual(svc.Spec.LoadBalancerClass, old.Spec.LoadBalancerClass) {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "loadBalancerClass"), svc.Spec.LoadBalancerClass, "may not change once set"))
+	}
 	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort != old.Spec.HealthCheckNodePort {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "healthCheckNodePort"), "field is immutable"))
 	}

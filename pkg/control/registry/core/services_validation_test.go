@@ -68,3 +68,28 @@ func TestServiceHealthCheckNodePortImmutable(t *testing.T) {
 		t.Errorf("health check node port kept after the policy became Cluster: %d", cluster.Spec.HealthCheckNodePort)
 	}
 }
+
+// TestServiceLoadBalancerClass: kube's validateLoadBalancerClassField: a qualified name,
+// on a LoadBalancer Service only, that does not change while the Service stays one.
+func TestServiceLoadBalancerClass(t *testing.T) {
+	withClass := func(typ corev1.ServiceType, class string) *corev1.Service {
+		svc := service("lb", corev1.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)})
+		svc.Spec.Type, svc.Spec.LoadBalancerClass, svc.Spec.ClusterIP = typ, &class, "10.0.0.5"
+		return svc
+	}
+	errs := registrytest.CreateSteps(ServiceRules, withClass(corev1.ServiceTypeClusterIP, "example.com/lb"))
+	registrytest.ExpectErrors(t, "a ClusterIP Service's class", errs, "spec.loadBalancerClass: FieldValueForbidden")
+	registrytest.ExpectMessage(t, errs, "spec.loadBalancerClass", "may only be used when `type` is 'LoadBalancer'")
+	errs = registrytest.CreateSteps(ServiceRules, withClass(corev1.ServiceTypeLoadBalancer, "Bad Class"))
+	registrytest.ExpectMessage(t, errs, "spec.loadBalancerClass", `Invalid value: "Bad Class": name part must consist of alphanumeric characters`)
+
+	old := withClass(corev1.ServiceTypeLoadBalancer, "example.com/lb")
+	if errs := registrytest.CreateSteps(ServiceRules, old); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	changed := old.DeepCopy()
+	changed.Spec.LoadBalancerClass = nil
+	errs = registrytest.UpdateSteps(ServiceRules, changed, old)
+	registrytest.ExpectErrors(t, "class unset", errs, "spec.loadBalancerClass: FieldValueInvalid")
+	registrytest.ExpectMessage(t, errs, "spec.loadBalancerClass", "Invalid value: null: may not change once set")
+}

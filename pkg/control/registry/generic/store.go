@@ -198,7 +198,7 @@ func validateCreate(res *registry.Resource, obj runtime.Object) error {
 	} else {
 		errs = append(errs, validation.ValidateObjectMeta(m, res.Namespaced, validation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 	}
-	errs = append(errs, registry.MetaFinalizerErrors(res, m.Finalizers)...)
+	errs = withFinalizerErrors(errs, validateFinalizerNames(res, m))
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(res.GVK().GroupKind(), m.Name, errs)
 	}

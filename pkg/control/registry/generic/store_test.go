@@ -14,6 +14,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -229,29 +230,67 @@ func TestCreateTracksTheRequestBeforeAdmission(t *testing.T) {
 	}
 }
 
-// A finalizer name without a domain must be one of Kubernetes' standard ones, on create and
-// update, for the kinds kube-apiserver's core validation checks (a ConfigMap, a Namespace's
-// spec too); a Lease, which
-// it validates with apimachinery's checks alone, takes one.
-func TestFinalizerNamesAsCoreValidation(t *testing.T) {
+// A namespace's spec.finalizers change through its finalize subresource only: an update
+// that drops them keeps them (kube's namespace strategy), so a terminating namespace is not
+// purged by a patch; finalize drops them and the namespace goes.
+func TestNamespaceFinalizersOnlyThroughFinalize(t *testing.T) {
+	s, st := newTestStore(t, Admission{})
+	ctx := t.Context()
+	nss := s.resource(t, "namespaces")
+	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}}, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	drop := func(cur runtime.Object) (runtime.Object, error) {
+		cur.(*corev1.Namespace).Spec.Finalizers = nil
+		return cur, nil
+	}
+	got, err := s.Update(ctx, nss, "", "going", UpdateOptions{}, drop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := got.(*corev1.Namespace).Spec.Finalizers; len(f) != 1 || f[0] != corev1.FinalizerKubernetes {
+		t.Errorf("finalizers after an update that drops them: %v, want [kubernetes]", f)
+	}
+	if _, err := st.Get(ctx, Key(nss, "", "going")); err != nil {
+		t.Fatalf("the terminating namespace went on an update: %v", err)
+	}
+	if _, err := s.Update(ctx, nss, "", "going", UpdateOptions{Subresource: "finalize"}, drop); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, Key(nss, "", "going")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the namespace stayed after finalize dropped its finalizers: %v", err)
+	}
+}
+
+// A built-in kind's finalizer without a domain must be a standard one, checked on create
+// and update after the other metadata errors (kube's core ObjectMeta validation); a Lease
+// and a RuntimeClass take any, as kube-apiserver checks them with apimachinery's validation
+// alone, and so does a core/v1 Event. A Namespace's spec.finalizers are checked too.
+func TestFinalizerNames(t *testing.T) {
 	s, _ := newTestStore(t, Admission{})
 	ctx := t.Context()
 	cms := s.resource(t, "configmaps")
-	const want = `ConfigMap "c" is invalid: metadata.finalizers[1]: Invalid value: "hold": name is neither a standard finalizer name nor is it fully qualified`
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default", Finalizers: []string{"kubernetes", "hold", "example.com/hold", "orphan"}}}
-	if _, err := s.Create(ctx, cms, cm, CreateOptions{}); !apierrors.IsInvalid(err) || err.Error() != want {
-		t.Errorf("create: %v, want %s", err, want)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default",
+		Finalizers: []string{"bad", metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents, "kubernetes", "example.com/ok"}}}
+	_, err := s.Create(ctx, cms, cm, CreateOptions{})
+	want := `ConfigMap "c" is invalid: [metadata.finalizers: Invalid value: ["bad","orphan","foregroundDeletion","kubernetes","example.com/ok"]: finalizer orphan and foregroundDeletion cannot be both set, ` +
+		`metadata.finalizers[0]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified]`
+	if err == nil || err.Error() != want {
+		t.Errorf("create: %v\nwant %s", err, want)
 	}
-	cm.Finalizers = []string{"kubernetes", "example.com/hold", "foregroundDeletion"}
+	cm.Finalizers = []string{"example.com/ok"}
 	if _, err := s.Create(ctx, cms, cm, CreateOptions{}); err != nil {
-		t.Fatalf("create with standard and qualified finalizers: %v", err)
+		t.Fatal(err)
 	}
-	_, err := s.Update(ctx, cms, "default", "c", UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
-		MustMeta(cur).SetFinalizers([]string{"kubernetes", "hold"})
+	_, err = s.Update(ctx, cms, "default", "c", UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+		MustMeta(cur).SetFinalizers([]string{"bad"})
 		return cur, nil
 	})
-	if !apierrors.IsInvalid(err) || err.Error() != want {
-		t.Errorf("update: %v, want %s", err, want)
+	if want := `ConfigMap "c" is invalid: metadata.finalizers[0]: Invalid value: "bad": name is neither a standard finalizer name nor is it fully qualified`; err == nil || err.Error() != want {
+		t.Errorf("update: %v\nwant %s", err, want)
 	}
 	// A namespace's spec.finalizers too, with kube's path of the list.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"a/b", "hold"}}}
@@ -259,12 +298,25 @@ func TestFinalizerNamesAsCoreValidation(t *testing.T) {
 	if _, err := s.Create(ctx, s.resource(t, "namespaces"), ns, CreateOptions{}); !apierrors.IsInvalid(err) || err.Error() != wantNS {
 		t.Errorf("namespace: %v, want %s", err, wantNS)
 	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "default", Finalizers: []string{"bad"}}}
 	leases, ok := s.reg.Lookup(coordinationv1.SchemeGroupVersion.WithResource("leases"))
 	if !ok {
 		t.Fatal("no leases")
 	}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "default", Finalizers: []string{"hold"}}}
 	if _, err := s.Create(ctx, leases, lease, CreateOptions{}); err != nil {
-		t.Errorf("a Lease with finalizer hold: %v, want it created as kube-apiserver does", err)
+		t.Errorf("a Lease's finalizer without a domain: %v", err)
+	}
+	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "default", Finalizers: []string{"bad"}},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "default"}}
+	if _, err := s.Create(ctx, s.resource(t, "events"), event, CreateOptions{}); err != nil {
+		t.Errorf("a core/v1 Event's finalizer without a domain: %v", err)
+	}
+	runtimeClass := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "rc", Finalizers: []string{"bad"}}, Handler: "runc"}
+	runtimeClasses, ok := s.reg.Lookup(nodev1.SchemeGroupVersion.WithResource("runtimeclasses"))
+	if !ok {
+		t.Fatal("no runtimeclasses")
+	}
+	if _, err := s.Create(ctx, runtimeClasses, runtimeClass, CreateOptions{}); err != nil {
+		t.Errorf("a RuntimeClass's finalizer without a domain: %v", err)
 	}
 }

@@ -70,7 +70,7 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		om.DeletionTimestamp, om.DeletionGracePeriodSeconds = m.DeletionTimestamp, m.DeletionGracePeriodSeconds
 		om.Finalizers = m.Finalizers // the garbage collector's and the kind's finalizers come with the deletion
 	}
-	errs := append(validation.ValidateObjectMetaUpdate(m, om, field.NewPath("metadata")), registry.MetaFinalizerErrors(res, m.Finalizers)...)
+	errs := append(validation.ValidateObjectMetaUpdate(m, om, field.NewPath("metadata")), validateFinalizerNames(res, m)...)
 	switch {
 	case validate != nil:
 		errs = append(errs, validate(obj, old)...)
