@@ -8,16 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
-
-func messages(errs field.ErrorList) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Error())
-	}
-	return out
-}
 
 func intOrString(v any) *intstr.IntOrString {
 	if s, ok := v.(string); ok {
@@ -55,7 +46,7 @@ func TestDeploymentStrategyErrors(t *testing.T) {
 	} {
 		d := registrytest.Deployment(map[string]string{"app": "web"})
 		d.Spec.Strategy = tc.strategy
-		if got := messages(registrytest.CreateSteps(DeploymentRules, d)); !slices.Equal(got, tc.want) {
+		if got := registrytest.Messages(registrytest.CreateSteps(DeploymentRules, d)); !slices.Equal(got, tc.want) {
 			t.Errorf("strategy %+v: errors\n%q, want\n%q", tc.strategy, got, tc.want)
 		}
 	}
@@ -89,7 +80,7 @@ func TestDaemonSetUpdateStrategyErrors(t *testing.T) {
 			Template:       registrytest.Template(map[string]string{"app": "agent"}),
 			UpdateStrategy: tc.strategy,
 		}}
-		if got := messages(registrytest.CreateSteps(DaemonSetRules, d)); !slices.Equal(got, tc.want) {
+		if got := registrytest.Messages(registrytest.CreateSteps(DaemonSetRules, d)); !slices.Equal(got, tc.want) {
 			t.Errorf("strategy %+v: errors\n%q, want\n%q", tc.strategy, got, tc.want)
 		}
 	}

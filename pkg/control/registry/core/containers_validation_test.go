@@ -205,7 +205,7 @@ func TestContainersValidation(t *testing.T) {
 			tc.change(&pod.Spec, &pod.Spec.Containers[0])
 			template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}}, Spec: *pod.Spec.DeepCopy()}
 			poddefaults.Pod(pod)
-			if got := errorStrings(validatePod(pod)); !equalLines(got, tc.want) {
+			if got := registrytest.Messages(validatePod(pod)); !equalLines(got, tc.want) {
 				t.Errorf("pod: errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 			if tc.podOnly {
@@ -215,7 +215,7 @@ func TestContainersValidation(t *testing.T) {
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}, Template: template}}
 			apps.DeploymentRules.Default(d)
 			var got []string
-			for _, e := range errorStrings(apps.DeploymentRules.Validate(d)) {
+			for _, e := range registrytest.Messages(apps.DeploymentRules.Validate(d)) {
 				got = append(got, strings.Replace(e, "spec.template.spec.", "spec.", 1))
 			}
 			if !equalLines(got, tc.want) {
@@ -243,14 +243,6 @@ func TestShippedAddonsValid(t *testing.T) {
 		return
 	}
 	t.Fatal("no Deployment in the CoreDNS add-on")
-}
-
-func errorStrings[E interface{ Error() string }](errs []E) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Error())
-	}
-	return out
 }
 
 func equalLines(a, b []string) bool {

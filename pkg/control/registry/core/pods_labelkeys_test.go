@@ -58,7 +58,7 @@ func TestPodCreateMergesLabelKeys(t *testing.T) {
 	pod.Spec.TopologySpreadConstraints[0].LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{track}}
 	pod.Spec.Affinity = nil
 	want := `spec.topologySpreadConstraints[0][0]: Invalid value: "track": exists in both matchLabelKeys and labelSelector`
-	if got := errorStrings(registrytest.CreateSteps(PodRules, pod)); len(got) != 1 || got[0] != want {
+	if got := registrytest.Messages(registrytest.CreateSteps(PodRules, pod)); len(got) != 1 || got[0] != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

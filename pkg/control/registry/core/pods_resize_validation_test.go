@@ -85,7 +85,7 @@ func TestPodLevelResourcesResize(t *testing.T) {
 			if got.Spec.Containers[0].Image != "busybox:1" {
 				t.Errorf("image %q after dropNonResizeUpdates", got.Spec.Containers[0].Image)
 			}
-			if errs := errorStrings(validatePodResize(got, old)); !equalLines(errs, tc.want) {
+			if errs := registrytest.Messages(validatePodResize(got, old)); !equalLines(errs, tc.want) {
 				t.Errorf("errors\n%s\nwant\n%s", strings.Join(errs, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
@@ -121,7 +121,7 @@ func TestResizeOnlyCPUMemory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := old.DeepCopy()
 			tc.change(p)
-			if errs := errorStrings(validatePodResize(p, old)); !equalLines(errs, tc.want) {
+			if errs := registrytest.Messages(validatePodResize(p, old)); !equalLines(errs, tc.want) {
 				t.Errorf("errors\n%s\nwant\n%s", strings.Join(errs, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
@@ -176,7 +176,7 @@ func TestNonSidecarInitContainerResize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.old.DeepCopy()
 			tc.change(&p.Spec.InitContainers[0])
-			if errs := errorStrings(validatePodResize(p, tc.old)); !equalLines(errs, tc.want) {
+			if errs := registrytest.Messages(validatePodResize(p, tc.old)); !equalLines(errs, tc.want) {
 				t.Errorf("errors\n%s\nwant\n%s", strings.Join(errs, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})

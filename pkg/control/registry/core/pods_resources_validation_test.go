@@ -104,7 +104,7 @@ func TestPodTemplateResourceNamesValidation(t *testing.T) {
 	want := []string{
 		`spec.template.spec.containers[0].resources.requests[gpu]: Invalid value: "gpu": must be a standard resource type or fully qualified`,
 		`spec.template.spec.containers[0].resources.requests[gpu]: Invalid value: "gpu": must be a standard resource for containers`}
-	if got := errorStrings(registrytest.CreateSteps(apps.DeploymentRules, d)); !slices.Equal(got, want) {
+	if got := registrytest.Messages(registrytest.CreateSteps(apps.DeploymentRules, d)); !slices.Equal(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }

@@ -171,7 +171,7 @@ func TestPodSpecValidation(t *testing.T) {
 
 	// A volume of no source at all is defaulted to an emptyDir first, so only a direct
 	// call meets kube's "must specify a volume type".
-	if got := errorStrings(corevalidation.ValidateVolumes([]corev1.Volume{{Name: "v"}}, "", field.NewPath("spec", "volumes"))); !slices.Equal(got,
+	if got := registrytest.Messages(corevalidation.ValidateVolumes([]corev1.Volume{{Name: "v"}}, "", field.NewPath("spec", "volumes"))); !slices.Equal(got,
 		[]string{"spec.volumes[0]: Required value: must specify a volume type"}) {
 		t.Errorf("a volume of no source: %q", got)
 	}
@@ -181,7 +181,7 @@ func TestPodSpecValidation(t *testing.T) {
 func podCreateErrors(meta metav1.ObjectMeta, edit func(*corev1.PodSpec)) []string {
 	pod := &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	edit(&pod.Spec)
-	return errorStrings(registrytest.CreateSteps(PodRules, pod))
+	return registrytest.Messages(registrytest.CreateSteps(PodRules, pod))
 }
 
 // TestPodSpecValidationAcceptsValidVolumes: every source minilet mounts, well formed,
@@ -231,7 +231,7 @@ func TestPodTemplateSpecValidation(t *testing.T) {
 	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}
 	want := []string{"spec.template.spec.volumes[0].configMap.name: Required value",
 		`spec.template.spec.tolerations[0].operator: Unsupported value: "In": supported values: "Equal", "Exists"`}
-	if got := errorStrings(registrytest.CreateSteps(apps.DeploymentRules, d)); !slices.Equal(got, want) {
+	if got := registrytest.Messages(registrytest.CreateSteps(apps.DeploymentRules, d)); !slices.Equal(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
@@ -256,7 +256,7 @@ func TestPodUpdateOfStoredSpec(t *testing.T) {
 	added.Spec.Tolerations = append(added.Spec.Tolerations, corev1.Toleration{Key: "k2", Operator: corev1.TolerationOpExists, Value: "v"})
 	want := []string{`spec.tolerations[0].operator: Unsupported value: "In": supported values: "Equal", "Exists"`,
 		"spec.tolerations[1].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'"}
-	if got := errorStrings(registrytest.UpdateSteps(PodRules, added, old)); !slices.Equal(got, want) {
+	if got := registrytest.Messages(registrytest.UpdateSteps(PodRules, added, old)); !slices.Equal(got, want) {
 		t.Errorf("a spec update:\n got %q\nwant %q", got, want)
 	}
 }

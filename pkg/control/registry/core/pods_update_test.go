@@ -36,7 +36,7 @@ func TestPodUpdatableFields(t *testing.T) {
 		p := old.DeepCopy()
 		tc.change(&p.Spec)
 		PodRules.Default(p)
-		if got := errorStrings(registrytest.UpdateSteps(PodRules, p, old)); !slices.Equal(got, tc.want) {
+		if got := registrytest.Messages(registrytest.UpdateSteps(PodRules, p, old)); !slices.Equal(got, tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.what, got, tc.want)
 		}
 	}

@@ -11,17 +11,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func messages(errs field.ErrorList) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Error())
-	}
-	return out
-}
-
 func expectMessages(t *testing.T, what string, errs field.ErrorList, want ...string) {
 	t.Helper()
-	if got := messages(errs); !slices.Equal(got, want) {
+	if got := registrytest.Messages(errs); !slices.Equal(got, want) {
 		t.Errorf("%s: errors\n%q, want\n%q", what, got, want)
 	}
 }

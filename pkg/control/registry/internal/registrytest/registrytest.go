@@ -104,3 +104,12 @@ func Deployment(labels map[string]string) *appsv1.Deployment {
 		Template: Template(labels),
 	}}
 }
+
+// Messages are errs as their Error strings, for comparing a validation's errors with kube's.
+func Messages[E interface{ Error() string }](errs []E) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
