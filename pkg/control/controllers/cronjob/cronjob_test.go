@@ -127,7 +127,7 @@ func TestCronJobForbidAndHistory(t *testing.T) {
 	if n := len(jobs(t, ctx, c, "tick")); n != 0 {
 		t.Fatalf("%d jobs before any start time", n)
 	}
-	clk.Step(time.Minute)
+	setTime(t, c, clk, "tick", clk.Now().Add(time.Minute))
 	controllertest.Until(t, "the first job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "tick")) == 1 })
 	first := jobs(t, ctx, c, "tick")[0]
 	scheduled := cronStart(clk.Now())
@@ -143,7 +143,7 @@ func TestCronJobForbidAndHistory(t *testing.T) {
 	})
 	controllertest.Until(t, "SuccessfulCreate", 10*time.Second, func() bool { return hasEvent(t, ctx, c, cj, "SuccessfulCreate", "Created job "+first.Name) })
 
-	clk.Step(time.Minute) // the first still runs: Forbid skips this minute
+	setTime(t, c, clk, "tick", clk.Now().Add(time.Minute)) // the first still runs: Forbid skips this minute
 	controllertest.Until(t, "JobAlreadyActive", 10*time.Second, func() bool {
 		return hasEvent(t, ctx, c, cj, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
 	})
@@ -172,16 +172,25 @@ func TestCronJobForbidAndHistory(t *testing.T) {
 // cronStart is the start of the minute t is in: "*/1 * * * *" fires then.
 func cronStart(t time.Time) time.Time { return t.Truncate(time.Minute) }
 
+// setTime moves the fake clock and then touches the CronJob, so it is synced at the new
+// time: a sync that read the clock before the move requeues itself for a minute after it,
+// which the fake clock would never reach.
+func setTime(t *testing.T, c *controlplanetest.Cluster, clk *testingclock.FakeClock, cj string, to time.Time) {
+	t.Helper()
+	clk.SetTime(to)
+	c.MustKubectl(t, "", "annotate", "--overwrite", "cronjob", cj, fmt.Sprintf("wake=%d", to.Unix()))
+}
+
 // Replace: a new start time deletes the running Job and starts another.
 func TestCronJobReplace(t *testing.T) {
 	c, clk, ctx := startWithFakeClock(t)
 	if _, err := c.Client.BatchV1().CronJobs("default").Create(ctx, newCronJob("swap", batchv1.ReplaceConcurrent), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Step(time.Minute)
+	setTime(t, c, clk, "swap", clk.Now().Add(time.Minute))
 	controllertest.Until(t, "the first job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "swap")) == 1 })
 	first := jobs(t, ctx, c, "swap")[0].Name
-	clk.Step(time.Minute)
+	setTime(t, c, clk, "swap", clk.Now().Add(time.Minute))
 	controllertest.Until(t, "the replacement", 10*time.Second, func() bool {
 		js := jobs(t, ctx, c, "swap")
 		return len(js) == 1 && js[0].Name != first
@@ -211,14 +220,13 @@ func TestCronJobSuspendAndDeadline(t *testing.T) {
 	}
 	// 2 s past a start time: due, but suspended.
 	boundary := cronStart(clk.Now()).Add(2 * time.Minute)
-	clk.SetTime(boundary.Add(2 * time.Second))
-	c.MustKubectl(t, "", "annotate", "cronjob", "late", "wake=1") // a sync now, not at the next minute
+	setTime(t, c, clk, "late", boundary.Add(2*time.Second))
 	none("while suspended")
 	// Resumed 30 s past it: the start time is older than the 10 s deadline, and skipped.
 	clk.SetTime(boundary.Add(30 * time.Second))
 	c.MustKubectl(t, "", "patch", "cronjob", "late", "--type=merge", "-p", `{"spec":{"suspend":false}}`)
 	none("past their deadline")
-	clk.SetTime(cronStart(clk.Now()).Add(time.Minute + 2*time.Second))
+	setTime(t, c, clk, "late", cronStart(clk.Now()).Add(time.Minute+2*time.Second))
 	controllertest.Until(t, "a job within the deadline", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "late")) == 1 })
 	if got, want := jobs(t, ctx, c, "late")[0].Name, fmt.Sprintf("late-%d", cronStart(clk.Now()).Unix()/60); got != want {
 		t.Errorf("job %s, want %s (the minute within the deadline)", got, want)
@@ -259,7 +267,7 @@ func TestCronJobManualJobNotActive(t *testing.T) {
 	if st := getCronJob(t, ctx, c, "hand").Status; len(st.Active) != 0 {
 		t.Errorf("status.active %v, want the manual job left out", st.Active)
 	}
-	clk.Step(time.Minute)
+	setTime(t, c, clk, "hand", clk.Now().Add(time.Minute))
 	scheduled := fmt.Sprintf("hand-%d", cronStart(clk.Now()).Unix()/60)
 	controllertest.Until(t, "the scheduled job beside the running manual one", 10*time.Second, func() bool {
 		return slices.ContainsFunc(jobs(t, ctx, c, "hand"), func(j batchv1.Job) bool { return j.Name == scheduled })
@@ -286,8 +294,7 @@ func TestCronJobMissingJobAndInvalidSchedule(t *testing.T) {
 	if _, err := c.Client.BatchV1().CronJobs("default").Create(ctx, newCronJob("lost", batchv1.ForbidConcurrent), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Step(time.Minute)
-	c.MustKubectl(t, "", "annotate", "cronjob", "lost", "wake=1") // a sync after the step, however late the first one was
+	setTime(t, c, clk, "lost", clk.Now().Add(time.Minute))
 	controllertest.Until(t, "the job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "lost")) == 1 })
 	job := jobs(t, ctx, c, "lost")[0].Name
 	controllertest.Until(t, "status.active names the job", 10*time.Second, func() bool { return len(getCronJob(t, ctx, c, "lost").Status.Active) == 1 })
@@ -312,8 +319,7 @@ func TestCronJobMissingJobAndInvalidSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Step(150 * time.Minute) // 150 start times missed, no startingDeadlineSeconds
-	c.MustKubectl(t, "", "annotate", "cronjob", "many", "wake=1")
+	setTime(t, c, clk, "many", clk.Now().Add(150*time.Minute)) // 150 start times missed, no startingDeadlineSeconds
 	controllertest.Until(t, "TooManyMissedTimes", 10*time.Second, func() bool {
 		return hasEvent(t, ctx, c, many, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
 	})
@@ -337,8 +343,7 @@ func TestCronJobLostStatusUpdateRecovered(t *testing.T) {
 	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, started, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clk.SetTime(due.Add(2 * time.Second))
-	c.MustKubectl(t, "", "annotate", "cronjob", "forgot", "wake=1")
+	setTime(t, c, clk, "forgot", due.Add(2*time.Second))
 	controllertest.Until(t, "status.active names the job started before the lost update", 10*time.Second, func() bool {
 		st := getCronJob(t, ctx, c, "forgot").Status
 		return len(st.Active) == 1 && st.Active[0].Name == started.Name && st.LastScheduleTime != nil && st.LastScheduleTime.Time.Equal(due)
