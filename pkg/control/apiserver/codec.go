@@ -15,9 +15,9 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
@@ -61,39 +61,36 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 			filters.AuditRequestObject(r.Context(), obj, want)
 		}
 	}()
+	body := data // what an error summarizes: the body as sent
 	switch {
 	case mediaType == runtime.ContentTypeProtobuf:
 		return nil, decodeProtobuf(data, obj, want)
 	case strings.HasSuffix(mediaType, "yaml"):
-		original := data
 		if data, err = yaml.YAMLToJSON(data); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: error converting YAML to JSON: %v", err))
 		}
 		// Duplicate keys, which the JSON no longer has, are strict errors too, before the
 		// JSON's own (apimachinery's json.Serializer.unmarshal).
 		if directive != validationIgnore {
-			if _, err := yaml.YAMLToJSONStrict(original); err != nil {
+			if _, err := yaml.YAMLToJSONStrict(body); err != nil {
 				yamlErr = err
 			}
 		}
 	}
-	warnings, err = decodeInto(data, obj, directive, yamlErr, undeclared...)
-	if err != nil || len(warnings) > 0 {
-		// A body of another kind fails on its fields: say what is really wrong.
-		if !json.Valid(data) {
-			return nil, apierrors.NewBadRequest(jsonSyntaxError(data))
+	if !want.Empty() {
+		// The kind first, as kube's decoder reads it before the fields.
+		actual, err := jsonserializer.DefaultMetaFactory.Interpret(data)
+		if err != nil {
+			return nil, unrecognized(want, err, body)
 		}
-		var tm metav1.TypeMeta
-		if json.Unmarshal(data, &tm) == nil {
-			if kindErr := checkKind(tm, want); kindErr != nil {
-				return nil, kindErr
-			}
+		if err := bodyKindError(*actual, want, data); err != nil {
+			return nil, err
 		}
-		return warnings, cannotHandle(want, err)
+	} else if !json.Valid(data) {
+		return nil, apierrors.NewBadRequest(jsonSyntaxError(data))
 	}
-	var tm metav1.TypeMeta
-	tm.APIVersion, tm.Kind = obj.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
-	return nil, checkKind(tm, want)
+	warnings, err = decodeInto(data, obj, directive, yamlErr, undeclared...)
+	return warnings, cannotHandle(want, err)
 }
 
 // readRaw reads the request body as it is, refusing one over MaxBodyBytes with 413 as
@@ -109,14 +106,17 @@ func readRaw(r *http.Request) ([]byte, error) {
 	return data, nil
 }
 
-// decodeProtobuf decodes a Kubernetes protobuf body (an envelope naming the kind) into obj.
+// decodeProtobuf decodes a Kubernetes protobuf body (an envelope naming the kind) into obj,
+// after the envelope's kind is checked as a JSON body's is.
 func decodeProtobuf(data []byte, obj runtime.Object, want schema.GroupVersionKind) error {
-	out, gvk, err := protobufSerializer.Decode(data, nil, obj)
-	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
+	var envelope runtime.Unknown
+	if message, ok := bytes.CutPrefix(data, protobufMagic); ok && envelope.Unmarshal(message) == nil {
+		if err := bodyKindError(schema.FromAPIVersionAndKind(envelope.APIVersion, envelope.Kind), want, data); err != nil {
+			return err
+		}
 	}
-	if out != obj { // the envelope named a kind obj is not
-		return checkKind(metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, want)
+	if _, _, err := protobufSerializer.Decode(data, nil, obj); err != nil {
+		return unrecognized(want, err, data)
 	}
 	return nil
 }
@@ -153,13 +153,12 @@ func parseFieldValidation(r *http.Request) fieldValidation {
 
 // cannotHandle puts kube-apiserver's words (its transformDecodeError) before why a body of
 // the kind wanted did not decode: `Pod in version "v1" cannot be handled as a Pod: ...`.
-// The body named want's kind and version, or none (checkKind refused any other).
 func cannotHandle(want schema.GroupVersionKind, err error) error {
 	var status apierrors.APIStatus
 	if err == nil || want.Empty() || !errors.As(err, &status) {
 		return err
 	}
-	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", want.Kind, want.Version, want.Kind, status.Status().Message))
+	return cannotHandleAs(want, want, errors.New(status.Status().Message))
 }
 
 // decodeInto decodes JSON into obj; unknown and duplicate fields are handled per directive,
@@ -217,20 +216,6 @@ func strictDecodingWarnings(errs []error) []string {
 		}
 	}
 	return msgs
-}
-
-// checkKind refuses a body whose apiVersion/kind name another type than want.
-func checkKind(tm metav1.TypeMeta, want schema.GroupVersionKind) error {
-	if want.Empty() {
-		return nil
-	}
-	if tm.APIVersion != "" && tm.APIVersion != want.GroupVersion().String() {
-		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", tm.APIVersion, want.GroupVersion()))
-	}
-	if tm.Kind != "" && tm.Kind != want.Kind {
-		return apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, want.Kind))
-	}
-	return nil
 }
 
 // encodeProtobuf is obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind. The

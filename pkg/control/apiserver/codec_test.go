@@ -12,7 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	"github.com/minik8s/minik8s/pkg/control/apiextensions"
@@ -49,20 +51,80 @@ func TestDecodeBodyProtobufGoesStraightIntoTheObject(t *testing.T) {
 	}
 }
 
-func TestDecodeBodyRefusesAnotherKind(t *testing.T) {
+// A body that is not the kind of its URL gets kube-apiserver v1.36's words, compared with the
+// real binary: the decoder's (an unreadable kind, an unregistered one, one that does not
+// convert to the URL's type), then the handlers' version check.
+func TestDecodeBodyKindErrorsAsKube(t *testing.T) {
 	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	cm := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	for _, tc := range []struct {
-		contentType string
-		body        []byte
+		contentType, body string
+		want              schema.GroupVersionKind
+		err               string
 	}{
-		{runtime.ContentTypeProtobuf, protobufBody(t, svc)},
-		{"application/json", []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80}]}}`)},
-		{"application/yaml", []byte("apiVersion: apps/v1\nkind: Pod\nmetadata:\n  name: s\n")},
+		{"application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"`, cm,
+			`the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({"apiVersion":"v1","kind":"Con ...)`},
+		{"application/json", `xx`, cm,
+			`the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character 'x' looking for beginning of value (7878)`},
+		{"application/json", ``, cm,
+			`the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input (<empty>)`},
+		{"application/json", `[]`, cm,
+			`the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" } (5b5d)`},
+		{"application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}} trailing`, cm,
+			`the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character 't' after top-level value ({"apiVersion":"v1","kind":"Con ...)`},
+		{"application/json", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}`, cm,
+			`Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion`},
+		{"application/json", `{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"a"}}`, cm,
+			`ConfigMap in version "v2" cannot be handled as a ConfigMap: no kind "ConfigMap" is registered for version "v2" in scheme "pkg/runtime/scheme.go:111"`},
+		{"application/json", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}`, deploy,
+			`Secret in version "v1" cannot be handled as a Deployment: converting (v1.Secret) to (apps.Deployment): unknown conversion`},
+		{"application/json", `{"apiVersion":"apps/v1","kind":"Foo","metadata":{"name":"a"}}`, deploy,
+			`Foo in version "v1" cannot be handled as a Deployment: no kind "Foo" is registered for version "apps/v1" in scheme "pkg/runtime/scheme.go:111"`},
+		{"application/json", `{"apiVersion":"apps/v1beta2","kind":"Deployment","metadata":{"name":"a"}}`, deploy,
+			`the API version in the data (apps/v1beta2) does not match the expected API version (apps/v1)`},
+		{"application/json", `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"a"}}`, deploy,
+			`StatefulSet in version "v1" cannot be handled as a Deployment: converting (v1.StatefulSet) to (apps.Deployment): unknown conversion`},
+		{"application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`, schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
+			`ConfigMap in version "v1" cannot be handled as a NetworkPolicy: converting (v1.ConfigMap) to (networking.NetworkPolicy): unknown conversion`},
+		{"application/json", `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"a"}}`, corev1.SchemeGroupVersion.WithKind("Event"),
+			`the API version in the data (events.k8s.io/v1) does not match the expected API version (v1)`},
+		{"application/json", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}`, schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
+			`Secret in version "v1" cannot be handled as a CustomResourceDefinition: no kind "Secret" is registered for version "v1" in scheme "pkg/runtime/scheme.go:111"`},
+		{"application/yaml", "apiVersion: apps/v1\nkind: Pod\nmetadata:\n  name: s\n", podGVK,
+			`Pod in version "v1" cannot be handled as a Pod: no kind "Pod" is registered for version "apps/v1" in scheme "pkg/runtime/scheme.go:111"`},
+		{runtime.ContentTypeProtobuf, string(protobufBody(t, svc)), podGVK,
+			`Service in version "v1" cannot be handled as a Pod: converting (v1.Service) to (core.Pod): unknown conversion`},
 	} {
-		var pod corev1.Pod
-		_, err := decodeBody(bodyRequest(tc.contentType, tc.body), &pod, podGVK, validationStrict)
-		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "does not match the expected") {
-			t.Errorf("%s: got %v, want 400 naming the kind or version mismatch", tc.contentType, err)
+		obj, _ := scheme.Scheme.New(tc.want)
+		_, err := decodeBody(bodyRequest(tc.contentType, []byte(tc.body)), obj, tc.want, validationStrict)
+		if !apierrors.IsBadRequest(err) || err.Error() != tc.err {
+			t.Errorf("%s %.40q to %s:\n got %v\nwant 400 %s", tc.contentType, tc.body, tc.want.Kind, err, tc.err)
+		}
+	}
+	// A body that names no kind or version is of the URL's.
+	var got corev1.ConfigMap
+	if _, err := decodeBody(bodyRequest("application/json", []byte(`{"metadata":{"name":"a"}}`)), &got, cm, validationStrict); err != nil || got.Name != "a" {
+		t.Errorf("no kind: got %v, name %q", err, got.Name)
+	}
+}
+
+// A custom resource's body is decoded as kube's unstructured decoder does: a kind it must
+// have, a version that must be the URL's, and another kind left to validation.
+func TestDecodeRequestCustomResourceKind(t *testing.T) {
+	res := widgetResource(t)
+	for _, tc := range []struct{ body, err string }{
+		{`{"apiVersion":"ex.com/v1","metadata":{"name":"a"}}`,
+			`the object provided is unrecognized (must be of type Widget): Object 'Kind' is missing in '{"apiVersion":"ex.com/v1","metadata":{"name":"a"}}' ({"apiVersion":"ex.com/v1","met ...)`},
+		{`{"kind":"Widget","metadata":{"name":"a"}}`, `the API version in the data () does not match the expected API version (ex.com/v1)`},
+		{`{"apiVersion":"ex.com/v2","kind":"Widget","metadata":{"name":"a"}}`, `the API version in the data (ex.com/v2) does not match the expected API version (ex.com/v1)`},
+		{`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}`, `the API version in the data (v1) does not match the expected API version (ex.com/v1)`},
+		{`[]`, `the object provided is unrecognized (must be of type Widget): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" } (5b5d)`},
+		{`{"apiVersion":"ex.com/v1","kind":"Gadget","metadata":{"name":"a"}}`, ""},
+	} {
+		_, _, err := (&Server{}).decodeRequest(bodyRequest("application/json", []byte(tc.body)), res, requestInfo{Namespace: "default"})
+		if tc.err == "" && err != nil || tc.err != "" && (!apierrors.IsBadRequest(err) || err.Error() != tc.err) {
+			t.Errorf("%s:\n got %v\nwant %s", tc.body, err, tc.err)
 		}
 	}
 }
@@ -70,7 +132,7 @@ func TestDecodeBodyRefusesAnotherKind(t *testing.T) {
 func TestDecodeBodyJSONErrorsAndWarnings(t *testing.T) {
 	var pod corev1.Pod
 	_, err := decodeBody(bodyRequest("application/json", []byte(`{"metadata":{"name":"p"`)), &pod, podGVK, validationWarn)
-	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "could not be decoded as JSON") {
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "json parse error: unexpected end of JSON input") {
 		t.Errorf("truncated JSON: got %v", err)
 	}
 	body := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"bogus":1}}`)
