@@ -18,6 +18,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -252,6 +253,9 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 	default:
 		return nil, nil, negotiation.NewUnsupportedMediaTypeError(patchTypes(res))
 	}
+	if err := patchedKindError(patched, res.GVK()); err != nil {
+		return nil, nil, invalidPatch(string(patched), err)
+	}
 	decodeStrict, err := kjson.UnmarshalStrict(patched, out)
 	if err != nil {
 		return nil, nil, invalidPatch(string(patched), err)
@@ -274,6 +278,19 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 		return nil, nil, invalidPatch(string(patched), runtime.NewStrictDecodingError(strictErrs))
 	}
 	return out, strictWarnings(strictErrs, directive), nil
+}
+
+// patchedKindError is kube's decoder's error when a JSON or merge patch made a built-in
+// object of another kind or an unknown version (it converts one of another version).
+func patchedKindError(patched []byte, want schema.GroupVersionKind) error {
+	if registry.IsCustom(want) {
+		return nil
+	}
+	actual, err := jsonserializer.DefaultMetaFactory.Interpret(patched)
+	if err != nil {
+		return err
+	}
+	return decoderKindError(withDefaults(*actual, want), want)
 }
 
 // jsonPatchOp is an operation of a JSON patch, to find its unknown and duplicate fields.

@@ -79,6 +79,26 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 			}
 		})
 	}
+	// A JSON or merge patch that makes the pod another kind, or of a version the scheme does
+	// not know, fails on the patched object with kube's decoder's words (compared with
+	// kube-apiserver v1.36.3); a strategic one goes through the typed object and cannot.
+	for _, tc := range []struct{ contentType, patch, errEnd string }{
+		{mergePatch, `{"kind":"Secret"}`, `": converting (v1.Secret) to (core.Pod): unknown conversion`},
+		{jsonPatch, `[{"op":"replace","path":"/kind","value":"Service"}]`, `": converting (v1.Service) to (core.Pod): unknown conversion`},
+		{mergePatch, `{"apiVersion":"v2"}`, `": no kind "Pod" is registered for version "v2" in scheme "pkg/runtime/scheme.go:111"`},
+		{mergePatch, `{"apiVersion":"apps/v1"}`, `": no kind "Pod" is registered for version "apps/v1" in scheme "pkg/runtime/scheme.go:111"`},
+	} {
+		w := patchAs(h, tc.contentType, pod, tc.patch)
+		if st := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusUnprocessableEntity || !strings.HasPrefix(st.Message, ` "" is invalid: patch: Invalid value: "{`) || !strings.HasSuffix(st.Message, tc.errEnd) {
+			t.Errorf("%s %s: %d %q\nwant 422 ending %q", tc.contentType, tc.patch, w.Code, st.Message, tc.errEnd)
+		}
+	}
+	for _, p := range []string{`{"kind":"Secret"}`, `{"kind":null}`} {
+		if w := patchAs(h, smp, pod, p); w.Code != http.StatusOK {
+			t.Errorf("strategic patch %s: %d %s", p, w.Code, w.Body)
+		}
+	}
+
 	// json-patch v4 adds (or replaces) without a value as null: the label becomes "".
 	if w := patchAs(h, jsonPatch, pod, `[{"op":"add","path":"/metadata/labels/x"}]`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"labels":{"app":"web","x":""}`) {
 		t.Errorf("json patch adding without a value: %d %s", w.Code, w.Body)
