@@ -128,6 +128,14 @@ func TestCustomResourceOpenAPI(t *testing.T) {
 		}
 	}
 
+	// Another kind in a gizmo's body is one of the object's errors, and the object is named by
+	// the kind its body gave, as kube-apiserver names an unstructured object.
+	out, err := c.kubectl(t, `{"apiVersion":"openapi.example.com/v1","kind":"Gadget","metadata":{"name":"g"}}`,
+		"create", "--raw", "/apis/openapi.example.com/v1/namespaces/default/gizmos", "-f", "-")
+	if want := `The Gadget "g" is invalid: kind: Invalid value: "Gadget": must be Gizmo`; err == nil || !strings.Contains(out, want) {
+		t.Errorf("a Gadget posted as a gizmo: %v\n%s\nwant %s", err, out, want)
+	}
+
 	// A changed schema is published with a new hash.
 	c.mustKubectl(t, strings.Replace(gizmosCRD, "SIZEFIELD", "size: {type: integer, description: How big the gizmo is.}", 1), "apply", "-f", "-")
 	await("changed schema published", func(definition []byte, v3 map[string]string) bool {
@@ -137,7 +145,7 @@ func TestCustomResourceOpenAPI(t *testing.T) {
 	if code, body := get(v3["apis/openapi.example.com/v1"]); code != http.StatusOK || !bytes.Contains(body, []byte("How big the gizmo is.")) {
 		t.Errorf("GET %s: %d\n%s", v3["apis/openapi.example.com/v1"], code, body)
 	}
-	out := c.mustKubectl(t, "", "explain", "gizmos.spec.size")
+	out = c.mustKubectl(t, "", "explain", "gizmos.spec.size")
 	if !strings.Contains(out, "How big the gizmo is.") {
 		t.Errorf("kubectl explain of the changed schema:\n%s", out)
 	}

@@ -200,9 +200,20 @@ func validateCreate(res *registry.Resource, obj runtime.Object) error {
 	}
 	errs = withFinalizerErrors(errs, validateFinalizerNames(res, m))
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(res.GVK().GroupKind(), m.Name, errs)
+		return invalid(res, obj, m.Name, errs)
 	}
 	return nil
+}
+
+// invalid is the 422 for obj's errs. It names a custom resource by the kind its body gave,
+// as kube does (an unstructured object's kind is its own; another kind than the resource's
+// is one of errs).
+func invalid(res *registry.Resource, obj runtime.Object, name string, errs field.ErrorList) error {
+	kind := res.GVK().GroupKind()
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" && registry.IsCustom(res.GVK()) {
+		kind.Kind = k
+	}
+	return apierrors.NewInvalid(kind, name, errs)
 }
 
 func (s *Store) track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,7 +77,7 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		errs = append(errs, res.Rules.Validate(obj)...)
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(res.GVK().GroupKind(), m.Name, errs)
+		return nil, invalid(res, obj, m.Name, errs)
 	}
 	return obj, nil
 }
