@@ -33,13 +33,14 @@ import (
 // /openapi/v3, whose root lists each group version's document with the hash of its JSON,
 // served as kube-openapi's handler3 serves them.
 //
-// The built-in documents are built when first asked for, and let go 10 s after their last
-// use. The v3 root is asked for at start and every 5 s by the MutatingAdmissionPolicy
-// plugin's loopback client, as in kube-apiserver: the first request builds the documents to
-// hash each group version's JSON, and only the hashes are kept (they are the same for the
-// process's life), so the root never builds again; a group version's document is built and
-// encoded when a client (kubectl) asks for it. kube-openapi's handler3 would keep every
-// document and its JSON for the process's life (~16 MB).
+// The built-in documents are built when a group version or the v2 spec is asked for, and
+// let go 10 s after their last use. The v3 root is asked for at start and every 5 s by the
+// MutatingAdmissionPolicy plugin's loopback client, as in kube-apiserver: the first request
+// builds the documents to hash each group version's JSON and lets them go, keeping only the
+// hashes (they are the same for the process's life), so the root never builds again; a
+// group version's document is built and encoded when a client (kubectl) asks for it.
+// kube-openapi's handler3 would keep every document and its JSON for the process's life
+// (~16 MB).
 type Handler struct {
 	reg     *registry.Registry // the built-in resources
 	version string             // the Kubernetes version the documents describe (Build's)
@@ -100,9 +101,12 @@ func NewHandler(reg *registry.Registry, version string, log *slog.Logger) *Handl
 	return h
 }
 
-// hashBuiltIn builds the documents and hashes each group version's v3 JSON.
+// hashBuiltIn builds the documents and hashes each group version's v3 JSON. The documents
+// are not kept for the requests that follow: the first root request comes from the
+// MutatingAdmissionPolicy plugin at start, which asks for no group version unless a policy
+// needs one, so keeping them would hold ~20 MB for 10 s under the first load.
 func (h *Handler) hashBuiltIn() (map[string]string, error) {
-	docs, err := h.documents()
+	docs, err := Build(h.reg, h.version)
 	if err != nil {
 		return nil, err
 	}
