@@ -86,10 +86,11 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 		if err := bodyKindError(*actual, want, data); err != nil {
 			return nil, err
 		}
-	} else if !json.Valid(data) {
-		return nil, apierrors.NewBadRequest(jsonSyntaxError(data))
 	}
 	warnings, err = decodeInto(data, obj, directive, yamlErr, undeclared...)
+	if err != nil && want.Empty() && !json.Valid(data) {
+		return nil, apierrors.NewBadRequest(jsonSyntaxError(data)) // a DeleteOptions body's
+	}
 	return warnings, cannotHandle(want, err)
 }
 

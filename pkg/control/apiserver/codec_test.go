@@ -195,6 +195,10 @@ func TestDeleteOptionsFromAnyBody(t *testing.T) {
 			t.Errorf("%s: got %+v, %v", name, opts, err)
 		}
 	}
+	malformed := bodyRequest("application/json", []byte(`{"kind":"DeleteOptions",`))
+	if _, err := deleteOptions(malformed); !apierrors.IsBadRequest(err) || err.Error() != "the body of the request could not be decoded as JSON: unexpected end of JSON input (at byte 24)" {
+		t.Errorf("malformed body: got %v, want 400 naming the syntax error and where", err)
+	}
 	r := httptest.NewRequest(http.MethodDelete, "/api/v1/namespaces/default/pods/p?gracePeriodSeconds=3", nil)
 	if opts, err := deleteOptions(r); err != nil || opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 3 {
 		t.Errorf("no body: got %+v, %v", opts, err)
