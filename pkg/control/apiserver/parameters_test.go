@@ -118,6 +118,26 @@ func TestDryRunErrors(t *testing.T) {
 	}
 }
 
+// A dry-run create of a name already taken is refused as the real create would be (kube's
+// DryRunnableStorage.Create looks the key up), not answered 201 with an object never stored.
+func TestDryRunCreateOfExistingName(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All", cm); w.Code != http.StatusCreated {
+		t.Fatalf("dry-run create of a new name: %d %s", w.Code, w.Body)
+	}
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps", cm); w.Code != http.StatusCreated {
+		t.Fatalf("create after the dry run: %d %s", w.Code, w.Body)
+	}
+	w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All", cm)
+	status := apitest.ResponseStatus(t, w.Body.Bytes())
+	const want = `configmaps "c" already exists`
+	if w.Code != http.StatusConflict || status.Reason != metav1.StatusReasonAlreadyExists || status.Message != want {
+		t.Errorf("dry-run create of a taken name: %d %s %q, want 409 AlreadyExists %q", w.Code, status.Reason, status.Message, want)
+	}
+}
+
 // A resourceVersion that is not a number: a LIST is refused in the words of kube-apiserver's
 // storage.ValidateListOptions, a GET and a WATCH (before its stream begins) in those of its
 // watch cache; all as 400s (kube-apiserver answers the GET and WATCH with a 500,

@@ -163,6 +163,12 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 		return nil, err
 	}
 	if opts.DryRun {
+		// As kube's DryRunnableStorage: a dry run answers what the create would, a taken name too.
+		if _, err := s.store.Get(ctx, Key(res, m.GetNamespace(), m.GetName())); err == nil {
+			return nil, apierrors.NewAlreadyExists(res.GroupResource(), m.GetName())
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
 		return writeResponse(res, obj, data, 0)
 	}
 	rev, err := s.store.Create(ctx, Key(res, m.GetNamespace(), m.GetName()), data)
