@@ -3,12 +3,15 @@ package registry
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 )
 
 // GoNamed is a value as kube-apiserver prints it in a field error when the value is (part
 // of) one of its internal types: those have no JSON tags, so every field shows under its Go
 // name, none omitted, an unset pointer or slice as null. It fits an API type whose
-// internal twin has the same fields in the same order (flowcontrol's).
+// internal twin has the same fields in the same order (flowcontrol's, a PDB's spec); a
+// value of a type the internal and API types share (apimachinery's: a label selector)
+// prints its JSON, as it does there.
 type GoNamed struct{ V any }
 
 // MarshalJSON writes V with Go field names.
@@ -22,6 +25,8 @@ func appendGoNamed(b []byte, v reflect.Value) ([]byte, error) {
 		return append(b, "null"...), nil
 	case v.Type().Implements(marshalerType) && !(v.Kind() == reflect.Pointer && v.IsNil()):
 		return appendJSON(b, v.Interface()) // quantities, times and the like print themselves
+	case v.Kind() == reflect.Struct && strings.HasPrefix(v.Type().PkgPath(), "k8s.io/apimachinery/"):
+		return appendJSON(b, v.Interface())
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:

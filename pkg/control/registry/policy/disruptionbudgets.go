@@ -41,7 +41,7 @@ func validatePodDisruptionBudget(pdb *policyv1.PodDisruptionBudget) field.ErrorL
 	errs := registry.ValidateMeta(pdb, true, validation.NameIsDNSSubdomain)
 	spec, s := field.NewPath("spec"), &pdb.Spec
 	if s.MinAvailable != nil && s.MaxUnavailable != nil {
-		errs = append(errs, field.Invalid(spec, s, "minAvailable and maxUnavailable cannot be both set"))
+		errs = append(errs, field.Invalid(spec, registry.GoNamed{V: s}, "minAvailable and maxUnavailable cannot be both set"))
 	}
 	errs = append(errs, registry.ValidateIntOrPercent(s.MinAvailable, spec.Child("minAvailable"))...)
 	errs = append(errs, registry.AtMost100Percent(s.MinAvailable, spec.Child("minAvailable"))...)

@@ -111,7 +111,7 @@ func bindingRules(parts func(runtime.Object) (*rbacv1.RoleRef, []rbacv1.Subject)
 func validateBindingUpdate(ref, oldRef rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...string) field.ErrorList {
 	errs := validateBinding(ref, subjects, kinds...)
 	if ref != oldRef {
-		errs = append(errs, field.Invalid(field.NewPath("roleRef"), ref, "cannot change roleRef"))
+		errs = append(errs, field.Invalid(field.NewPath("roleRef"), registry.GoNamed{V: ref}, "cannot change roleRef"))
 	}
 	return errs
 }

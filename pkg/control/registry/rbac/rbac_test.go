@@ -17,7 +17,9 @@ func TestRBACRules(t *testing.T) {
 	b.Subjects = b.Subjects[:1]
 	changed := b.DeepCopy()
 	changed.RoleRef.Name = "admin"
-	registrytest.ExpectErrors(t, "new roleRef", registrytest.UpdateSteps(RoleBindingRules, changed, b), "roleRef: FieldValueInvalid")
+	// kube-apiserver prints the value of its internal RoleRef: Go field names.
+	registrytest.ExpectMessages(t, "new roleRef", registrytest.UpdateSteps(RoleBindingRules, changed, b),
+		`roleRef: Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"admin"}: cannot change roleRef`)
 	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "r"}}
 	registrytest.ExpectErrors(t, "cluster binding to a role", registrytest.CreateSteps(ClusterRoleBindingRules, crb), "roleRef.kind: FieldValueNotSupported")
 	if row := RoleBindingRules.Table.Row(b); row[1] != "Role/reader" || row[3] != "alice" {
