@@ -122,8 +122,9 @@ type Rules struct {
 	// NoDeleteCollection: the kind cannot be deleted as a collection (namespaces, whose
 	// REST in kube-apiserver has no DeleteCollection): discovery lists no deletecollection.
 	NoDeleteCollection bool
-	// GenerationChanged, for a kind with a generation but no spec, says whether an update
-	// changes what the object asks for (1 on create, then +1 each time it says so).
+	// GenerationChanged says whether an update changes what the object asks for outside a
+	// spec (a kind with no spec, or a Deployment's annotations): 1 on create, then +1 each
+	// time it says so, on writes of the object itself, not of its status.
 	GenerationChanged func(obj, old runtime.Object) bool
 	// PrepareCreate clears what a client may not set on create (typically status).
 	PrepareCreate func(obj runtime.Object)

@@ -133,6 +133,11 @@ func TestRollingUpdateUndoAndStatus(t *testing.T) {
 	if !strings.Contains(strings.Join(strings.Fields(out), " "), "web 3/3 3 3") {
 		t.Errorf("kubectl get deploy after the rollout:\n%s", out)
 	}
+	// The controller's revision annotation is written through status, as kube's is: a
+	// Deployment nobody edited stays at generation 1.
+	if g := cl.MustKubectl(t, "", "get", "deploy", "web", "-o", "jsonpath={.metadata.generation} {.metadata.annotations.deployment\\.kubernetes\\.io/revision}"); g != "1 1" {
+		t.Errorf("generation and revision after the first rollout: %q, want \"1 1\"", g)
+	}
 
 	stop := sample(t, cl.Client, cl.Namespace, "web")
 	cl.MustKubectl(t, "", "set", "image", "deployment/web", "c=localhost/minik8s/netexec:v2")

@@ -143,7 +143,9 @@ func (r *rollout) replicaSets(ctx context.Context, create bool) (*appsv1.Replica
 			d.Annotations = map[string]string{}
 		}
 		d.Annotations[revisionAnnotation] = newRS.Annotations[revisionAnnotation]
-		updated, err := r.c.client.AppsV1().Deployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+		// Through status, as kube's controller writes it: the revision is not a change of intent
+		// and must not bump the Deployment's generation.
+		updated, err := r.c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
 		if err != nil {
 			return nil, nil, err
 		}

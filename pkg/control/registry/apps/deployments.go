@@ -7,6 +7,7 @@ package apps
 import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +20,10 @@ var DeploymentRules = registry.Rules{
 	// kube's deployment status strategy keeps the labels.
 	StatusMetadata: func(meta, old metav1.Object) { meta.SetLabels(old.GetLabels()) },
 	Generation:     true,
+	// Annotations are copied to the Deployment's ReplicaSets, so kube counts them as intent.
+	GenerationChanged: func(obj, old runtime.Object) bool {
+		return !apiequality.Semantic.DeepEqual(obj.(*appsv1.Deployment).Annotations, old.(*appsv1.Deployment).Annotations)
+	},
 	Warnings: func(obj, old runtime.Object) []string {
 		d := obj.(*appsv1.Deployment)
 		out := registry.WorkloadNameWarnings(d.Name, old)

@@ -44,13 +44,33 @@ func TestGenerationOnlyForKindsThatTrackIt(t *testing.T) {
 	if g := updated.(*appsv1.Deployment).Generation; g != 2 {
 		t.Errorf("deployment with a new image: generation %d, want 2", g)
 	}
+	// A Deployment's annotations are copied to its ReplicaSets: kube's strategy counts a change
+	// of them as a change of intent, written to the object itself but not to its status.
+	annotate := func(sub, value string) int64 {
+		t.Helper()
+		updated, err := s.Update(ctx, deployments, "default", "a", UpdateOptions{Subresource: sub}, func(cur runtime.Object) (runtime.Object, error) {
+			d := cur.(*appsv1.Deployment).DeepCopy()
+			d.Annotations = map[string]string{"note": value}
+			return d, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return updated.(*appsv1.Deployment).Generation
+	}
+	if g := annotate("", "one"); g != 3 {
+		t.Errorf("deployment with a new annotation: generation %d, want 3", g)
+	}
+	if g := annotate("status", "two"); g != 3 {
+		t.Errorf("deployment status written with a new annotation: generation %d, want 3", g)
+	}
 	foreground := metav1.DeletePropagationForeground
 	deleted, err := s.Delete(ctx, deployments, "default", "a", metav1.DeleteOptions{PropagationPolicy: &foreground})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := deleted.(*appsv1.Deployment); d.DeletionTimestamp == nil || d.Generation != 3 {
-		t.Errorf("deployment deleted in the foreground: deletionTimestamp %v generation %d, want set and 3", d.DeletionTimestamp, d.Generation)
+	if d := deleted.(*appsv1.Deployment); d.DeletionTimestamp == nil || d.Generation != 4 {
+		t.Errorf("deployment deleted in the foreground: deletionTimestamp %v generation %d, want set and 4", d.DeletionTimestamp, d.Generation)
 	}
 
 	services := s.resource(t, "services")

@@ -60,7 +60,9 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	if res.Rules.Default != nil {
 		res.Rules.Default(obj)
 	}
-	if (res.Rules.Generation && specChanged(obj, old)) || (res.Rules.GenerationChanged != nil && res.Rules.GenerationChanged(obj, old)) {
+	// A subresource's own strategy (status) counts no change of intent; the kind's does.
+	intent := res.Rules.GenerationChanged != nil && opts.Subresource != "status" && res.Rules.GenerationChanged(obj, old)
+	if (res.Rules.Generation && specChanged(obj, old)) || intent {
 		m.Generation++
 	}
 	if opts.deleting { // the delete path itself set these; nothing else may (the kind's own validation included)
