@@ -97,13 +97,23 @@ func TestDeleteOptionsErrors(t *testing.T) {
 }
 
 // A write's dryRun other than All is refused as kube-apiserver's validation of the write's
-// options refuses it.
+// options refuses it; a dry-run create of a name already taken is refused as the real create
+// would be (kube's DryRunnableStorage.Create looks the key up), not answered 201 with an
+// object never stored.
 func TestDryRunErrors(t *testing.T) {
 	s, _ := newCachedServer(t)
 	h := s.Handler()
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All", cm); w.Code != http.StatusCreated {
+		t.Fatalf("dry-run create of a new name: %d %s", w.Code, w.Body)
+	}
 	if w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps", cm); w.Code != http.StatusCreated {
 		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All", cm)
+	const taken = `configmaps "c" already exists`
+	if status := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || status.Reason != metav1.StatusReasonAlreadyExists || status.Message != taken {
+		t.Errorf("dry-run create of a taken name: %d %s %q, want 409 AlreadyExists %q", w.Code, status.Reason, status.Message, taken)
 	}
 	for _, tc := range []struct{ method, path, options string }{
 		{"POST", "/api/v1/namespaces/default/configmaps", "CreateOptions"},
@@ -115,26 +125,6 @@ func TestDryRunErrors(t *testing.T) {
 		if w.Code != http.StatusUnprocessableEntity || status.Message != want {
 			t.Errorf("%s dryRun=Bogus: %d %q, want 422 %q", tc.method, w.Code, status.Message, want)
 		}
-	}
-}
-
-// A dry-run create of a name already taken is refused as the real create would be (kube's
-// DryRunnableStorage.Create looks the key up), not answered 201 with an object never stored.
-func TestDryRunCreateOfExistingName(t *testing.T) {
-	s, _ := newCachedServer(t)
-	h := s.Handler()
-	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}
-	if w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All", cm); w.Code != http.StatusCreated {
-		t.Fatalf("dry-run create of a new name: %d %s", w.Code, w.Body)
-	}
-	if w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps", cm); w.Code != http.StatusCreated {
-		t.Fatalf("create after the dry run: %d %s", w.Code, w.Body)
-	}
-	w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All", cm)
-	status := apitest.ResponseStatus(t, w.Body.Bytes())
-	const want = `configmaps "c" already exists`
-	if w.Code != http.StatusConflict || status.Reason != metav1.StatusReasonAlreadyExists || status.Message != want {
-		t.Errorf("dry-run create of a taken name: %d %s %q, want 409 AlreadyExists %q", w.Code, status.Reason, status.Message, want)
 	}
 }
 

@@ -162,16 +162,17 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 		undo()
 		return nil, err
 	}
+	key := Key(res, m.GetNamespace(), m.GetName())
 	if opts.DryRun {
 		// As kube's DryRunnableStorage: a dry run answers what the create would, a taken name too.
-		if _, err := s.store.Get(ctx, Key(res, m.GetNamespace(), m.GetName())); err == nil {
+		if _, err := s.store.Get(ctx, key); err == nil {
 			return nil, apierrors.NewAlreadyExists(res.GroupResource(), m.GetName())
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
 		return writeResponse(res, obj, data, 0)
 	}
-	rev, err := s.store.Create(ctx, Key(res, m.GetNamespace(), m.GetName()), data)
+	rev, err := s.store.Create(ctx, key, data)
 	if err != nil {
 		undo()
 	}
