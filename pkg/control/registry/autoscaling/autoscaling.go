@@ -124,8 +124,10 @@ func validateHPA(h, old *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList 
 	if s.MinReplicas != nil && *s.MinReplicas < 1 {
 		errs = append(errs, field.Invalid(spec.Child("minReplicas"), *s.MinReplicas, "must be greater than or equal to 1"))
 	}
-	if s.MaxReplicas < 1 {
-		errs = append(errs, field.Invalid(spec.Child("maxReplicas"), s.MaxReplicas, "must be greater than 0"))
+	if s.MaxReplicas == 0 {
+		errs = append(errs, field.Required(spec.Child("maxReplicas"), "must be set and greater than 0"))
+	} else if s.MaxReplicas < 0 {
+		errs = append(errs, field.Invalid(spec.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to 1"))
 	}
 	if s.MinReplicas != nil && s.MaxReplicas < *s.MinReplicas {
 		errs = append(errs, field.Invalid(spec.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to `minReplicas`"))
@@ -135,8 +137,13 @@ func validateHPA(h, old *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList 
 	if old != nil && hasInvalidObjectMetric(old.Spec.Metrics) {
 		objectRefs = allowAnyVersion // already invalid: an update need not fix it
 	}
+	objectOrExternal := false // the only metrics that can be read at zero pods
 	for i := range s.Metrics {
 		errs = append(errs, validateMetricSpec(&s.Metrics[i], spec.Child("metrics").Index(i), objectRefs)...)
+		objectOrExternal = objectOrExternal || s.Metrics[i].Type == autoscalingv2.ObjectMetricSourceType || s.Metrics[i].Type == autoscalingv2.ExternalMetricSourceType
+	}
+	if s.MinReplicas != nil && *s.MinReplicas == 0 && !objectOrExternal {
+		errs = append(errs, field.Forbidden(spec.Child("metrics"), "must specify at least one Object or External metric to support scaling to zero replicas"))
 	}
 	if b := s.Behavior; b != nil {
 		errs = append(errs, validateScalingRules(b.ScaleUp, spec.Child("behavior", "scaleUp"))...)

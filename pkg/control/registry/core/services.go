@@ -39,7 +39,7 @@ var ServiceRules = registry.Rules{
 	},
 	PrepareUpdate: func(obj, old runtime.Object) { prepareServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service)) },
 	Default:       func(obj runtime.Object) { defaultService(obj.(*corev1.Service)) },
-	Validate:      func(obj runtime.Object) field.ErrorList { return validateService(obj.(*corev1.Service), nil) },
+	Validate:      func(obj runtime.Object) field.ErrorList { return validateService(obj.(*corev1.Service)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		return validateServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service))
 	},
@@ -254,28 +254,37 @@ func nodePorts(svc *corev1.Service) []int32 {
 // serviceTypes in the sorted order kube names them in its error (sets.List).
 var serviceTypes = []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort}
 
-// validateService checks a Service; old is nil on create.
-func validateService(svc, old *corev1.Service) field.ErrorList {
+// validateService checks a new Service.
+func validateService(svc *corev1.Service) field.ErrorList {
 	// kube-apiserver checks the IP family fields as it allocates, before it validates the
 	// rest, and stops there when they are wrong.
-	if errs := validateClusterIPsRelated(svc, old); len(errs) > 0 {
+	if errs := validateClusterIPsRelated(svc, nil); len(errs) > 0 {
 		return errs
 	}
-	// RelaxedServiceNameValidation (beta, on by default in v1.36): any DNS label.
-	errs := registry.ValidateMeta(svc, true, validation.NameIsDNSLabel)
+	return append(validateServiceMeta(svc), validateServiceSpec(svc)...)
+}
+
+// validateServiceMeta: RelaxedServiceNameValidation (beta, on by default in v1.36) allows
+// any DNS label.
+func validateServiceMeta(svc *corev1.Service) field.ErrorList {
+	return registry.ValidateMeta(svc, true, validation.NameIsDNSLabel)
+}
+
+// validateServiceSpec is kube's validateService, in its order: the spec, whether created or
+// updated.
+func validateServiceSpec(svc *corev1.Service) field.ErrorList {
+	var errs field.ErrorList
 	s, spec := &svc.Spec, field.NewPath("spec")
-	if !slices.Contains(serviceTypes, s.Type) {
-		errs = append(errs, field.NotSupported(spec.Child("type"), s.Type, serviceTypes))
+	if len(s.Ports) == 0 && !isHeadless(svc) && s.Type != corev1.ServiceTypeExternalName {
+		errs = append(errs, field.Required(spec.Child("ports"), ""))
 	}
 	if s.Type == corev1.ServiceTypeExternalName {
 		errs = append(errs, validateExternalName(svc, spec)...)
-	} else if len(s.Ports) == 0 && !isHeadless(svc) {
-		errs = append(errs, field.Required(spec.Child("ports"), ""))
-	}
-	if isHeadless(svc) && needsNodePorts(svc) {
+	} else if isHeadless(svc) && needsNodePorts(svc) {
 		errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(0), corev1.ClusterIPNone, fmt.Sprintf("may not be set to 'None' for %s services", s.Type)))
 	}
 	errs = append(errs, validateServicePorts(svc, spec.Child("ports"))...)
+	errs = append(errs, metav1validation.ValidateLabels(s.Selector, spec.Child("selector"))...)
 	switch s.SessionAffinity {
 	case corev1.ServiceAffinityNone:
 		if s.SessionAffinityConfig != nil {
@@ -292,11 +301,13 @@ func validateService(svc, old *corev1.Service) field.ErrorList {
 		errs = append(errs, field.NotSupported(spec.Child("sessionAffinity"), s.SessionAffinity,
 			[]corev1.ServiceAffinity{corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone}))
 	}
-	errs = append(errs, metav1validation.ValidateLabels(s.Selector, spec.Child("selector"))...)
 	for i, ip := range s.ExternalIPs {
 		errs = append(errs, utilvalidation.IsValidIP(spec.Child("externalIPs").Index(i), ip)...)
 	}
-	errs = append(errs, validateTrafficPolicies(svc, spec)...)
+	if !slices.Contains(serviceTypes, s.Type) {
+		errs = append(errs, field.NotSupported(spec.Child("type"), s.Type, serviceTypes))
+	}
+	errs = append(errs, validateServicePortsUnique(svc, spec.Child("ports"))...)
 	if s.Type != corev1.ServiceTypeLoadBalancer {
 		if len(s.LoadBalancerSourceRanges) > 0 {
 			errs = append(errs, field.Forbidden(spec.Child("loadBalancerSourceRanges"), "may only be used when `type` is 'LoadBalancer'"))
@@ -305,7 +316,8 @@ func validateService(svc, old *corev1.Service) field.ErrorList {
 			errs = append(errs, field.Forbidden(spec.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
 		}
 	}
-	return append(errs, validateLoadBalancerClass(svc, spec.Child("loadBalancerClass"))...)
+	errs = append(errs, validateLoadBalancerClass(svc, spec.Child("loadBalancerClass"))...)
+	return append(errs, validateTrafficPolicies(svc, spec)...)
 }
 
 // validateLoadBalancerClass is kube's: a qualified name, on a LoadBalancer Service only.
@@ -342,12 +354,6 @@ func validateExternalName(svc *corev1.Service, spec *field.Path) field.ErrorList
 func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	names := sets.New[string]()
-	// Ports, and node ports, are unique per protocol.
-	type portKey struct {
-		port     int32
-		protocol corev1.Protocol
-	}
-	seenPorts, seenNodePorts := sets.New[portKey](), sets.New[portKey]()
 	for i, p := range svc.Spec.Ports {
 		pp := path.Index(i)
 		switch {
@@ -364,29 +370,48 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 		if !slices.Contains(registry.ServiceProtocols, p.Protocol) {
 			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, registry.ServiceProtocols))
 		}
-		if key := (portKey{p.Port, p.Protocol}); seenPorts.Has(key) {
-			errs = append(errs, field.Duplicate(pp, internalServicePort{Port: p.Port, Protocol: p.Protocol}))
-		} else {
-			seenPorts.Insert(key)
-		}
 		if p.TargetPort.Type == intstr.String {
 			errs = append(errs, corevalidation.InvalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortName(p.TargetPort.StrVal))...)
 		} else {
 			errs = append(errs, corevalidation.InvalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortNum(p.TargetPort.IntValue()))...)
 		}
-		if p.NodePort == 0 {
-			continue
+		if p.NodePort != 0 {
+			errs = append(errs, corevalidation.InvalidEach(pp.Child("nodePort"), p.NodePort, utilvalidation.IsValidPortNum(int(p.NodePort)))...)
 		}
-		switch svc.Spec.Type {
-		case corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName:
-			errs = append(errs, field.Forbidden(pp.Child("nodePort"), fmt.Sprintf("may not be used when `type` is '%s'", svc.Spec.Type)))
+	}
+	return errs
+}
+
+// validateServicePortsUnique: no node port on a ClusterIP Service, and ports and node
+// ports unique per protocol, each its own pass over the ports as in kube.
+func validateServicePortsUnique(svc *corev1.Service, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if svc.Spec.Type == corev1.ServiceTypeClusterIP { // kube stores an ExternalName's node ports, unused
+		for i, p := range svc.Spec.Ports {
+			if p.NodePort != 0 {
+				errs = append(errs, field.Forbidden(path.Index(i).Child("nodePort"), "may not be used when `type` is 'ClusterIP'"))
+			}
 		}
-		errs = append(errs, corevalidation.InvalidEach(pp.Child("nodePort"), p.NodePort, utilvalidation.IsValidPortNum(int(p.NodePort)))...)
-		key := portKey{p.NodePort, p.Protocol}
-		if seenNodePorts.Has(key) {
-			errs = append(errs, field.Duplicate(pp.Child("nodePort"), p.NodePort))
+	}
+	type portKey struct {
+		port     int32
+		protocol corev1.Protocol
+	}
+	seenNodePorts := sets.New[portKey]()
+	for i, p := range svc.Spec.Ports {
+		if key := (portKey{p.NodePort, p.Protocol}); p.NodePort != 0 && seenNodePorts.Has(key) {
+			errs = append(errs, field.Duplicate(path.Index(i).Child("nodePort"), p.NodePort))
+		} else {
+			seenNodePorts.Insert(key)
 		}
-		seenNodePorts.Insert(key)
+	}
+	seenPorts := sets.New[portKey]()
+	for i, p := range svc.Spec.Ports {
+		if key := (portKey{p.Port, p.Protocol}); seenPorts.Has(key) {
+			errs = append(errs, field.Duplicate(path.Index(i), internalServicePort{Port: p.Port, Protocol: p.Protocol}))
+		} else {
+			seenPorts.Insert(key)
+		}
 	}
 	return errs
 }
@@ -506,28 +531,93 @@ func validateTrafficPolicies(svc *corev1.Service, spec *field.Path) field.ErrorL
 	return errs
 }
 
-// validateServiceUpdate: the health check node port stays while the Service needs one; the
-// cluster IP and IP family stay as allocated unless the Service becomes or stops being an
-// ExternalName.
+// validateServiceUpdate is kube's ValidateServiceUpdate, in its order: the IP family fields
+// alone when they are wrong (as its allocator checks them first), then what may not change,
+// then the Service as on create.
 func validateServiceUpdate(svc, old *corev1.Service) field.ErrorList {
-	errs := validateService(svc, old)
+	if errs := validateClusterIPsRelated(svc, old); len(errs) > 0 {
+		return errs
+	}
+	errs := validateServiceMeta(svc)
+	if svc.Spec.Type != corev1.ServiceTypeExternalName && old.Spec.Type != corev1.ServiceTypeExternalName {
+		errs = append(errs, validateClusterIPsUpdate(svc, old)...)
+		errs = append(errs, validateIPFamiliesUpdate(svc, old)...)
+	}
 	if lb := corev1.ServiceTypeLoadBalancer; svc.Spec.Type == lb && old.Spec.Type == lb && !equality.Semantic.DeepEqual(svc.Spec.LoadBalancerClass, old.Spec.LoadBalancerClass) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "loadBalancerClass"), svc.Spec.LoadBalancerClass, "may not change once set"))
 	}
 	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort != old.Spec.HealthCheckNodePort {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "healthCheckNodePort"), "field is immutable"))
 	}
-	if !needsClusterIP(svc) || !needsClusterIP(old) {
-		return errs
+	return append(errs, validateServiceSpec(svc)...)
+}
+
+// validateClusterIPsUpdate: a Service may gain or release its secondary cluster IP, never
+// change one it has.
+func validateClusterIPsUpdate(svc, old *corev1.Service) field.ErrorList {
+	if isHeadless(svc) && isHeadless(old) {
+		return nil
 	}
-	spec := field.NewPath("spec")
-	if len(old.Spec.ClusterIPs) > 0 && (len(svc.Spec.ClusterIPs) == 0 || svc.Spec.ClusterIPs[0] != old.Spec.ClusterIPs[0]) {
-		errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(0), svc.Spec.ClusterIPs, "may not change once set"))
-	}
-	if len(old.Spec.IPFamilies) > 0 && len(svc.Spec.IPFamilies) > 0 && svc.Spec.IPFamilies[0] != old.Spec.IPFamilies[0] {
-		errs = append(errs, field.Invalid(spec.Child("ipFamilies").Index(0), svc.Spec.IPFamilies, "may not change once set"))
+	var errs field.ErrorList
+	ips, oldIPs, path := svc.Spec.ClusterIPs, old.Spec.ClusterIPs, field.NewPath("spec", "clusterIPs")
+	changed := field.Invalid(path.Index(0), ips, "may not change once set")
+	switch {
+	case len(oldIPs) == len(ips):
+		for i := range oldIPs {
+			if oldIPs[i] != ips[i] {
+				errs = append(errs, field.Invalid(path.Index(i), ips, "may not change once set"))
+			}
+		}
+	case len(oldIPs) > len(ips):
+		if len(ips) == 0 {
+			errs = append(errs, field.Invalid(path.Index(0), ips, "primary clusterIP can not be unset"))
+		} else if ips[0] != oldIPs[0] {
+			errs = append(errs, changed)
+		}
+		if len(ips) == 1 && !isSingleStack(svc) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), svc.Spec.IPFamilyPolicy, "must be set to 'SingleStack' when releasing the secondary clusterIP"))
+		}
+	case len(oldIPs) > 0 && ips[0] != oldIPs[0]:
+		errs = append(errs, changed)
 	}
 	return errs
+}
+
+// validateIPFamiliesUpdate is validateClusterIPsUpdate for the IP families; a headless
+// Service may change them. The values kube prints are its own, cluster IPs where it prints
+// them.
+func validateIPFamiliesUpdate(svc, old *corev1.Service) field.ErrorList {
+	if isHeadless(svc) || isHeadless(old) {
+		return nil
+	}
+	var errs field.ErrorList
+	families, oldFamilies, path := svc.Spec.IPFamilies, old.Spec.IPFamilies, field.NewPath("spec", "ipFamilies").Index(0)
+	switch {
+	case len(oldFamilies) == len(families):
+		for i := range oldFamilies {
+			if oldFamilies[i] != families[i] {
+				errs = append(errs, field.Invalid(path, families, "may not change once set"))
+			}
+		}
+	case len(oldFamilies) > len(families):
+		if len(svc.Spec.ClusterIPs) == 0 {
+			errs = append(errs, field.Invalid(path, families, "primary ipFamily can not be unset"))
+		}
+		if len(families) > 0 && families[0] != oldFamilies[0] {
+			errs = append(errs, field.Invalid(path, svc.Spec.ClusterIPs, "may not change once set"))
+		}
+		if len(families) == 1 && !isSingleStack(svc) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), svc.Spec.IPFamilyPolicy, "must be set to 'SingleStack' when releasing the secondary ipFamily"))
+		}
+	case len(oldFamilies) > 0 && families[0] != oldFamilies[0]:
+		errs = append(errs, field.Invalid(path, svc.Spec.ClusterIPs, "may not change once set"))
+	}
+	return errs
+}
+
+func isSingleStack(svc *corev1.Service) bool {
+	p := svc.Spec.IPFamilyPolicy
+	return p != nil && *p == corev1.IPFamilyPolicySingleStack
 }
 
 // familyOf is the family of an IP address, "" if it is not one.

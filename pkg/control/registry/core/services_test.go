@@ -227,11 +227,92 @@ func TestServiceUpdateKeepsAllocatedValues(t *testing.T) {
 	if again.Spec.ClusterIP != old.Spec.ClusterIP || again.Spec.Ports[0].NodePort != old.Spec.Ports[0].NodePort || len(again.Spec.IPFamilies) != 1 {
 		t.Errorf("allocated values not carried over: %+v", again.Spec)
 	}
-	moved := old.DeepCopy()
-	moved.Spec.ClusterIP, moved.Spec.ClusterIPs = "10.0.0.77", []string{"10.0.0.77"}
-	errs := registrytest.UpdateSteps(ServiceRules, moved, old)
-	registrytest.ExpectErrors(t, "moved cluster IP", errs, "spec.clusterIPs[0]: FieldValueInvalid")
-	registrytest.ExpectMessage(t, errs, "spec.clusterIPs[0]", "may not change once set")
+}
+
+// An update's errors as kube-apiserver v1.36 lists them: the IP fields alone when they
+// disagree (its allocator checks them before validation), else the metadata, what may not
+// change, then the spec in validateService's order.
+func TestServiceUpdateErrorsAsKubernetes(t *testing.T) {
+	ranges := newRanges(t, "10.0.0.0/24")
+	old := service("web", corev1.ServicePort{Name: "http", Port: 80})
+	old.Spec.ClusterIP = "10.0.0.10"
+	if err := createService(t, ranges, old); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*corev1.Service)
+		want []string
+	}{
+		{"moved", func(svc *corev1.Service) {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "10.0.0.77", []string{"10.0.0.77"}
+		},
+			[]string{`spec.clusterIPs[0]: Invalid value: ["10.0.0.77"]: may not change once set`}},
+		{"plural only, to another family", func(svc *corev1.Service) {
+			svc.Spec.ClusterIPs, svc.Spec.IPFamilies = []string{"10.0.0.77"}, []corev1.IPFamily{corev1.IPv6Protocol}
+		}, []string{
+			`spec.clusterIPs: Invalid value: ["10.0.0.77"]: first value must match ` + "`clusterIP`",
+			`spec.clusterIPs[0]: Invalid value: "10.0.0.77": expected an IPv6 value as indicated by ` + "`ipFamilies[0]`",
+		}},
+		{"moved, with bad labels, selector and affinity", func(svc *corev1.Service) {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "10.0.0.77", []string{"10.0.0.77"}
+			svc.Labels, svc.Spec.Selector, svc.Spec.SessionAffinity = map[string]string{"b": "-"}, map[string]string{"a": "-x-"}, "Bad"
+		}, []string{
+			`metadata.labels: Invalid value: "-": `,
+			`spec.clusterIPs[0]: Invalid value: ["10.0.0.77"]: may not change once set`,
+			`spec.selector: Invalid value: "-x-": `,
+			`spec.sessionAffinity: Unsupported value: "Bad": supported values: "ClientIP", "None"`,
+		}},
+		{"both cleared, as an old client that never sent them: kept", func(svc *corev1.Service) {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		}, nil},
+	} {
+		svc := old.DeepCopy()
+		tc.edit(svc)
+		errs := registrytest.UpdateSteps(ServiceRules, svc, old)
+		if len(errs) != len(tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, errs, tc.want)
+			continue
+		}
+		for i, e := range errs {
+			if !strings.HasPrefix(e.Error(), tc.want[i]) {
+				t.Errorf("%s: error %d is %q, want %q", tc.name, i, e.Error(), tc.want[i])
+			}
+		}
+	}
+}
+
+// A Service's create errors in kube's order: each port's own, selector, affinity,
+// external IPs, type, then node ports forbidden on ClusterIP and duplicates.
+func TestServiceCreateErrorOrder(t *testing.T) {
+	svc := service("web", corev1.ServicePort{Name: "a", Port: 80, NodePort: 30001}, corev1.ServicePort{Name: "b", Port: 80, NodePort: 30001}, corev1.ServicePort{Name: "c"})
+	svc.Spec.Selector, svc.Spec.SessionAffinity, svc.Spec.ExternalIPs = map[string]string{"a": "-"}, "Bad", []string{"1.2.3"}
+	want := []string{
+		"spec.ports[2].port: Invalid value: 0: ",
+		"spec.ports[2].targetPort: Invalid value: 0: ",
+		`spec.selector: Invalid value: "-": `,
+		`spec.sessionAffinity: Unsupported value: "Bad"`,
+		`spec.externalIPs[0]: Invalid value: "1.2.3": must be a valid IP address`,
+		"spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
+		"spec.ports[1].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
+		"spec.ports[1].nodePort: Duplicate value: 30001",
+		`spec.ports[1]: Duplicate value: {"Name":"","Protocol":"TCP","AppProtocol":null,"Port":80,"TargetPort":0,"NodePort":0}`,
+	}
+	errs := registrytest.CreateSteps(ServiceRules, svc)
+	if len(errs) != len(want) {
+		t.Fatalf("got %v, want %q", errs, want)
+	}
+	for i, e := range errs {
+		if !strings.HasPrefix(e.Error(), want[i]) {
+			t.Errorf("error %d is %q, want %q", i, e.Error(), want[i])
+		}
+	}
+	// kube stores an ExternalName Service's node ports, never allocating them.
+	external := service("ext", corev1.ServicePort{Port: 80, NodePort: 30005})
+	external.Spec.Type, external.Spec.ExternalName, external.Spec.Selector = corev1.ServiceTypeExternalName, "foo.example.com", nil
+	if errs := registrytest.CreateSteps(ServiceRules, external); len(errs) > 0 {
+		t.Errorf("ExternalName with a node port: %v", errs)
+	}
 }
 
 // expectCause checks that err is a 422 with a cause on fieldPath saying msg.
