@@ -133,8 +133,9 @@ type Rules struct {
 	// marked first, even with 0 (kube's CheckGracefulDelete).
 	GracefulDelete func(obj runtime.Object, requested *int64) (int64, bool)
 	// MarkDeleted, when set, is applied by the first deletion of an object to the object it
-	// stores marked (deletionTimestamp set): it may add the finalizer and conditions that
-	// hold the object until the kind's own cleanup is done, as apiextensions-apiserver's
+	// stores marked (deletionTimestamp set, and nothing else: no grace period, garbage
+	// collector finalizer or new generation): it adds the finalizer that holds the object
+	// until the kind's own cleanup is done, as apiextensions-apiserver's
 	// CustomResourceDefinition Delete adds its cleanup finalizer.
 	MarkDeleted func(obj runtime.Object)
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still

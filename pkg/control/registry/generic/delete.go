@@ -203,11 +203,16 @@ func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns,
 			return cur, nil
 		}
 		m := MustMeta(cur)
+		if marksDeleted(res, cur) {
+			// As apiextensions-apiserver's CRD Delete: the first deletion only marks the
+			// object, with no grace period and no garbage collector finalizer.
+			res.Rules.MarkDeleted(cur)
+			now := metav1.Now()
+			m.SetDeletionTimestamp(&now)
+			return cur, nil
+		}
 		if finalizers, changed := collectorFinalizers(res, m, opts); changed {
 			m.SetFinalizers(finalizers)
-		}
-		if marksDeleted(res, cur) {
-			res.Rules.MarkDeleted(cur)
 		}
 		if !graceful {
 			if !finalizing(res, cur) {

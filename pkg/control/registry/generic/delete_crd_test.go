@@ -6,6 +6,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // A CustomResourceDefinition is created without finalizers and its first deletion adds the
@@ -32,14 +33,24 @@ func TestCRDCleanupFinalizerAddedOnDelete(t *testing.T) {
 	if f := MustMeta(created).GetFinalizers(); len(f) != 0 {
 		t.Errorf("finalizers of a new CRD: %v, want none", f)
 	}
-	for range 2 { // asked again, it stays held
-		out, err := s.Delete(ctx, crds, "", crd.Name, metav1.DeleteOptions{})
+	// The first deletion only marks it, whatever the propagation policy: no grace period, no
+	// garbage collector finalizer, the same generation. Asked again, it is deleted as any
+	// object held by a finalizer: grace 0 and the collector's finalizer as asked.
+	foreground := metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}
+	for i, want := range [][]string{
+		{apiextensionsv1.CustomResourceCleanupFinalizer},
+		{apiextensionsv1.CustomResourceCleanupFinalizer, metav1.FinalizerDeleteDependents},
+	} {
+		out, err := s.Delete(ctx, crds, "", crd.Name, foreground)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m := MustMeta(out)
-		if m.GetDeletionTimestamp() == nil || !slices.Equal(m.GetFinalizers(), []string{apiextensionsv1.CustomResourceCleanupFinalizer}) {
-			t.Fatalf("deleted CRD: deletionTimestamp %v, finalizers %v, want marked and held by the cleanup finalizer", m.GetDeletionTimestamp(), m.GetFinalizers())
+		if m.GetDeletionTimestamp() == nil || !slices.Equal(m.GetFinalizers(), want) || m.GetGeneration() != 1 {
+			t.Fatalf("deletion %d: deletionTimestamp %v, finalizers %v, generation %d; want marked, held by %v, generation 1", i+1, m.GetDeletionTimestamp(), m.GetFinalizers(), m.GetGeneration(), want)
+		}
+		if grace := m.GetDeletionGracePeriodSeconds(); (i == 0) != (grace == nil) {
+			t.Errorf("deletion %d: deletionGracePeriodSeconds %v, want none on the first and 0 after", i+1, grace)
 		}
 	}
 	if _, err := s.Get(ctx, crds, "", crd.Name); err != nil {

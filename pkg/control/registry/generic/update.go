@@ -43,7 +43,7 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		m.UID = om.UID
 	}
 	m.CreationTimestamp, m.Generation = om.CreationTimestamp, om.Generation
-	if opts.deleting && om.Generation > 0 && om.DeletionTimestamp == nil && m.DeletionTimestamp != nil {
+	if opts.deleting && om.Generation > 0 && om.DeletionTimestamp == nil && m.DeletionTimestamp != nil && res.Rules.MarkDeleted == nil {
 		m.Generation++ // a deletion starting is a change of the object's intent, as in Kubernetes
 	}
 	if !opts.deleting {
