@@ -1,14 +1,19 @@
 package apiserver
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 )
 
 // serveBinding assigns a pod to a node (POST pods/NAME/binding), what the scheduler does.
@@ -36,8 +41,12 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *regis
 // serveEviction deletes a pod the way `kubectl drain` asks for it (POST pods/NAME/eviction),
 // within its PodDisruptionBudget.
 func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
+	want, err := evictionKind(r)
+	if err != nil {
+		return err
+	}
 	var ev policyv1.Eviction
-	if _, err := decodeBody(r, &ev, policyv1.SchemeGroupVersion.WithKind("Eviction"), validationIgnore); err != nil {
+	if _, err := decodeBody(r, &ev, want, validationIgnore); err != nil {
 		return err
 	}
 	if ev.Name != info.Name || (ev.Namespace != "" && ev.Namespace != info.Namespace) {
@@ -56,4 +65,20 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, res *regi
 
 func successStatus(code int32) metav1.Status {
 	return metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: code}
+}
+
+// evictionKind is the kind an eviction's body is decoded as: policy/v1beta1 when the body
+// says so, as kube's EvictionREST accepts it beside policy/v1 (the types are the same),
+// else policy/v1. The body is left to be read again.
+func evictionKind(r *http.Request) (schema.GroupVersionKind, error) {
+	v1 := policyv1.SchemeGroupVersion.WithKind("Eviction")
+	data, err := readRaw(r)
+	if err != nil {
+		return v1, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	if gvk, err := jsonserializer.DefaultMetaFactory.Interpret(data); err == nil && gvk.GroupVersion() == policyv1beta1.SchemeGroupVersion {
+		return policyv1beta1.SchemeGroupVersion.WithKind("Eviction"), nil
+	}
+	return v1, nil
 }

@@ -88,6 +88,19 @@ func TestEviction(t *testing.T) {
 		t.Errorf("evicted pod's conditions %+v, want DisruptionTarget EvictionByEvictionAPI", evicted.Status.Conditions)
 	}
 
+	// An older client's policy/v1beta1 Eviction is accepted, as kube's EvictionREST accepts it;
+	// another version is not.
+	runningPod(t, h, "old-client", true)
+	beta := eviction("old-client")
+	beta.APIVersion = "policy/v1beta1"
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods/old-client/eviction", beta); w.Code != http.StatusCreated {
+		t.Errorf("policy/v1beta1 eviction: %d %s", w.Code, w.Body)
+	}
+	beta.APIVersion = "policy/v2"
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods/old-client/eviction", beta); w.Code != http.StatusBadRequest {
+		t.Errorf("policy/v2 eviction: %d %s, want 400", w.Code, w.Body)
+	}
+
 	min := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
