@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
@@ -220,7 +221,9 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 		if checkStrict {
 			var ops []jsonPatchOp
 			if strictErrs, err = kjson.UnmarshalStrict(patch, &ops); err != nil {
-				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+				// The type is named after kube's package (endpoints/handlers), as its error reads.
+				msg := strings.ReplaceAll(err.Error(), "apiserver.jsonPatchOp", "handlers.jsonPatchOp")
+				return nil, nil, apierrors.NewBadRequest("error decoding patch: " + msg)
 			}
 			for i, e := range strictErrs {
 				strictErrs[i] = fmt.Errorf("json patch %v", e)

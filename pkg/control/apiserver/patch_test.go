@@ -42,7 +42,7 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 		{"json patch removes a missing path", jsonPatch, "", `[{"op":"remove","path":"/nope/x"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
 		{"json patch replacing the whole object without a value", jsonPatch, "", `[{"op":"replace","path":""}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
 		{"json patch of an unknown operation", jsonPatch, "", `[{"op":"bogus","path":"/spec"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
-		{"json patch that is no list", jsonPatch, "", `{"a":1}`, 400, metav1.StatusReasonBadRequest, "error decoding patch: json: cannot unmarshal object into Go value of type []...", ""},
+		{"json patch that is no list", jsonPatch, "", `{"a":1}`, 400, metav1.StatusReasonBadRequest, "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp", ""},
 		{"json patch that is no list, unvalidated", jsonPatch, "?fieldValidation=Ignore", `{"a":1}`, 400, metav1.StatusReasonBadRequest, "json: cannot unmarshal object into Go value of type jsonpatch.Patch", ""},
 		{"json patch that is no JSON, unvalidated", jsonPatch, "?fieldValidation=Ignore", `[`, 400, metav1.StatusReasonBadRequest, "unexpected end of JSON input", ""},
 		{"json patch of a duplicate field, strictly", jsonPatch, "?fieldValidation=Strict", `[{"op":"add","op":"add","path":"/metadata/labels/x","value":"y"}]`, 422, metav1.StatusReasonInvalid,
