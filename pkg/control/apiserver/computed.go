@@ -9,11 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/endpoints/deprecation"
 )
 
-// serveComputed answers get and list of a computed resource (registry.Resource.Computed),
-// with the deprecation warning kube-apiserver sends for a deprecated kind.
+// serveComputed answers get and list of a computed resource (registry.Resource.Computed).
 func (s *Server) serveComputed(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) error {
 	if info.Verb != "get" && info.Verb != "list" {
 		return apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb)
@@ -21,12 +19,6 @@ func (s *Server) serveComputed(w http.ResponseWriter, r *http.Request, res *regi
 	objs, err := res.Computed(r.Context())
 	if err != nil {
 		return err
-	}
-	if kind, err := res.New(); err == nil {
-		kind.GetObjectKind().SetGroupVersionKind(res.GVK())
-		if msg := deprecation.WarningMessage(kind); msg != "" {
-			addWarning(w, msg)
-		}
 	}
 	for _, obj := range objs {
 		obj.GetObjectKind().SetGroupVersionKind(res.GVK())

@@ -716,6 +716,10 @@ func loopbackConfig(ca *pki.CA, server, component, user string, groups []string)
 		QPS:             2000,
 		Burst:           4000,
 		UserAgent:       fmt.Sprintf("%s/%s (%s/%s) minik8s", component, discovery.KubernetesVersion, goruntime.GOOS, goruntime.GOARCH),
+		// As kube-apiserver's and kube-controller-manager's clients: the warnings meant for
+		// users (v1 Endpoints' deprecation, on each of the endpoints controller's writes)
+		// are not logged.
+		WarningHandler: rest.NoWarnings{},
 	}, nil
 }
 

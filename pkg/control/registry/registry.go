@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/deprecation"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -56,7 +57,8 @@ type Resource struct {
 	// scheme: the custom resources of a CustomResourceDefinition have no Go type there.
 	NewObject, NewListObject func() runtime.Object
 	// Deprecation, when set, is the warning sent with every request to the resource: that
-	// of a CustomResourceDefinition's deprecated version, as kube-apiserver sends it.
+	// of a deprecated built-in kind or CustomResourceDefinition version, as kube-apiserver
+	// sends it.
 	Deprecation string
 	// TypeConverter, when set, gives the schema that managed fields and server-side apply
 	// work on, for a kind without a generated OpenAPI definition (a custom resource's, from
@@ -356,6 +358,7 @@ func (reg *Registry) GroupVersions() []schema.GroupVersion {
 // rules, short names, categories and subresources; the singular is the lower-cased kind.
 func NewResource(gv schema.GroupVersion, plural, kind string, namespaced bool, rules Rules, shortNames, categories []string, sub ...string) *Resource {
 	return &Resource{
+		Deprecation:          deprecationOf(gv.WithKind(kind)),
 		GroupVersionResource: gv.WithResource(plural),
 		Kind:                 kind,
 		Singular:             strings.ToLower(kind),
@@ -365,4 +368,18 @@ func NewResource(gv schema.GroupVersion, plural, kind string, namespaced bool, r
 		Subresources:         sub,
 		Rules:                rules,
 	}
+}
+
+// deprecationOf is the warning kube-apiserver v1.36 sends with every request to a built-in
+// kind deprecated by then (v1 Endpoints, ComponentStatus), "" for the others.
+func deprecationOf(gvk schema.GroupVersionKind) string {
+	obj, err := scheme.Scheme.New(gvk)
+	if err != nil {
+		return ""
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	if !deprecation.IsDeprecated(obj, 1, 36) {
+		return ""
+	}
+	return deprecation.WarningMessage(obj)
 }

@@ -179,7 +179,7 @@ func TestEndpointSlicesAndEndpointsFollowPods(t *testing.T) {
 		"http=8081,metrics=9090,ready:10.244.1.2")
 
 	out := cl.MustKubectl(t, "", "get", "endpoints", "web")
-	if !strings.Contains(out, "10.244.1.2:8081") {
+	if !strings.Contains(out, "10.244.1.2:8081") || !strings.Contains(out, "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice") {
 		t.Errorf("kubectl get endpoints web:\n%s", out)
 	}
 	out = cl.MustKubectl(t, "", "get", "endpointslices", "-l", "kubernetes.io/service-name=web")
