@@ -53,6 +53,26 @@ func NodeSelectorTermWarnings(term corev1.NodeSelectorTerm, checkLabelValue bool
 	return out
 }
 
+// NodeSelectorWarnings is kube's GetWarningsForNodeSelector: deprecated node labels in a
+// label selector's expressions, then its matchLabels (in key order: kube's follows a map's).
+func NodeSelectorWarnings(sel *metav1.LabelSelector, path *field.Path) []string {
+	if sel == nil {
+		return nil
+	}
+	var out []string
+	for i, expr := range sel.MatchExpressions {
+		if msg, deprecated := NodeLabelDeprecatedMessage(expr.Key); deprecated {
+			out = append(out, fmt.Sprintf("%s: %s is %s", path.Child("matchExpressions").Index(i).Child("key"), expr.Key, msg))
+		}
+	}
+	for _, key := range sets.List(sets.KeySet(sel.MatchLabels)) {
+		if msg, deprecated := NodeLabelDeprecatedMessage(key); deprecated {
+			out = append(out, fmt.Sprintf("%s: %s", path.Child("matchLabels").Child(key), msg))
+		}
+	}
+	return out
+}
+
 // fractionalBytes is kube's warning on a memory or storage quantity with a fraction of a byte.
 func fractionalBytes(rl corev1.ResourceList, name corev1.ResourceName, path *field.Path) []string {
 	if v, ok := rl[name]; ok && v.MilliValue()%1000 != 0 {

@@ -30,6 +30,7 @@ import (
 
 var (
 	MutatingWebhookConfigurationRules = registry.Rules{
+		Warnings: staticSuffixWarnings,
 		Default: func(obj runtime.Object) {
 			for i := range obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks {
 				w := &obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks[i]
@@ -62,6 +63,7 @@ var (
 	}
 
 	ValidatingWebhookConfigurationRules = registry.Rules{
+		Warnings: staticSuffixWarnings,
 		Default: func(obj runtime.Object) {
 			for i := range obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
 				w := &obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[i]
@@ -85,6 +87,7 @@ var (
 	}
 
 	ValidatingAdmissionPolicyRules = registry.Rules{
+		Warnings:       staticSuffixWarnings,
 		StatusMetadata: metav1.ResetObjectMetaForStatus,
 		Default: func(obj runtime.Object) {
 			s := &obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
@@ -107,6 +110,7 @@ var (
 	}
 
 	ValidatingAdmissionPolicyBindingRules = registry.Rules{
+		Warnings: staticSuffixWarnings,
 		Default: func(obj runtime.Object) {
 			defaultMatchResources(obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding).Spec.MatchResources)
 		},
@@ -616,4 +620,14 @@ func validateParamRef(r *admissionregistrationv1.ParamRef, p *field.Path) field.
 		errs = append(errs, field.NotSupported(p.Child("parameterNotFoundAction"), *a, actions))
 	}
 	return errs
+}
+
+// staticSuffixWarnings is kube's WarningsForStaticSuffix, with its
+// ManifestBasedAdmissionControlConfig gate off (alpha in v1.36): a name in the suffix kept
+// for configurations read from files is warned of, on create and update.
+func staticSuffixWarnings(obj, _ runtime.Object) []string {
+	if strings.HasSuffix(registry.MetaOf(obj).GetName(), ".static.k8s.io") {
+		return []string{`metadata.name: names ending with ".static.k8s.io" are reserved for static manifest-based configurations and cannot be managed via the API`}
+	}
+	return nil
 }

@@ -215,3 +215,27 @@ func TestWebhookEnumErrorsSorted(t *testing.T) {
 		registrytest.ExpectMessage(t, errs, path, want)
 	}
 }
+
+// A name in the suffix kube keeps for configurations read from files is warned of, on create
+// and update, for each admission configuration kind, as kube-apiserver v1.36 does with the
+// ManifestBasedAdmissionControlConfig gate off.
+func TestStaticSuffixWarning(t *testing.T) {
+	const want = `metadata.name: names ending with ".static.k8s.io" are reserved for static manifest-based configurations and cannot be managed via the API`
+	for name, rules := range map[string]registry.Rules{
+		"ValidatingWebhookConfiguration":   ValidatingWebhookConfigurationRules,
+		"MutatingWebhookConfiguration":     MutatingWebhookConfigurationRules,
+		"ValidatingAdmissionPolicy":        ValidatingAdmissionPolicyRules,
+		"ValidatingAdmissionPolicyBinding": ValidatingAdmissionPolicyBindingRules,
+		"MutatingAdmissionPolicy":          MutatingAdmissionPolicyRules,
+		"MutatingAdmissionPolicyBinding":   MutatingAdmissionPolicyBindingRules,
+	} {
+		static := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "deny.static.k8s.io"}}
+		if got := rules.Warnings(static, static); len(got) != 1 || got[0] != want {
+			t.Errorf("%s: warnings %q, want %q", name, got, want)
+		}
+		static.Name = "deny.static.k8s.io.example.com"
+		if got := rules.Warnings(static, nil); len(got) != 0 {
+			t.Errorf("%s: warnings %q for a name that only contains the suffix", name, got)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 
 var (
 	MutatingAdmissionPolicyRules = registry.Rules{
+		Warnings: staticSuffixWarnings,
 		Default: func(obj runtime.Object) {
 			s := &obj.(*admissionregistrationv1.MutatingAdmissionPolicy).Spec
 			defaultPolicy(&s.FailurePolicy, s.MatchConstraints)
@@ -47,6 +48,7 @@ var (
 	}
 
 	MutatingAdmissionPolicyBindingRules = registry.Rules{
+		Warnings: staticSuffixWarnings,
 		Default: func(obj runtime.Object) {
 			defaultMatchResources(obj.(*admissionregistrationv1.MutatingAdmissionPolicyBinding).Spec.MatchResources)
 		},

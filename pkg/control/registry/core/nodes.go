@@ -39,6 +39,7 @@ var NodeRules = registry.Rules{
 		}
 	},
 	Default:  func(obj runtime.Object) { defaultPodCIDRs(&obj.(*corev1.Node).Spec) },
+	Warnings: func(obj, _ runtime.Object) []string { return nodeWarnings(obj.(*corev1.Node)) },
 	Validate: func(obj runtime.Object) field.ErrorList { return validateNode(obj.(*corev1.Node)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		n := obj.(*corev1.Node)
@@ -302,4 +303,19 @@ type internalTaint struct {
 	Value     string
 	Effect    corev1.TaintEffect
 	TimeAdded *metav1.Time
+}
+
+// nodeWarnings are kube's node strategy's, in its words.
+func nodeWarnings(n *corev1.Node) []string {
+	var out []string
+	if n.Spec.ConfigSource != nil {
+		out = append(out, "spec.configSource: the feature is removed")
+	}
+	if n.Spec.DoNotUseExternalID != "" {
+		out = append(out, "spec.externalID: this field is deprecated, and is unused by Kubernetes")
+	}
+	for i, cidr := range n.Spec.PodCIDRs {
+		out = append(out, utilvalidation.GetWarningsForCIDR(field.NewPath("spec", "podCIDRs").Index(i), cidr)...)
+	}
+	return out
 }

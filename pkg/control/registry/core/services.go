@@ -261,7 +261,7 @@ func validateService(svc *corev1.Service) field.ErrorList {
 	if errs := validateClusterIPsRelated(svc, nil); len(errs) > 0 {
 		return errs
 	}
-	return append(validateServiceMeta(svc), validateServiceSpec(svc)...)
+	return append(validateServiceMeta(svc), validateServiceSpec(svc, nil)...)
 }
 
 // validateServiceMeta: RelaxedServiceNameValidation (beta, on by default in v1.36) allows
@@ -271,8 +271,8 @@ func validateServiceMeta(svc *corev1.Service) field.ErrorList {
 }
 
 // validateServiceSpec is kube's validateService, in its order: the spec, whether created or
-// updated.
-func validateServiceSpec(svc *corev1.Service) field.ErrorList {
+// updated (old is nil on create).
+func validateServiceSpec(svc, old *corev1.Service) field.ErrorList {
 	var errs field.ErrorList
 	s, spec := &svc.Spec, field.NewPath("spec")
 	if len(s.Ports) == 0 && !isHeadless(svc) && s.Type != corev1.ServiceTypeExternalName {
@@ -301,8 +301,12 @@ func validateServiceSpec(svc *corev1.Service) field.ErrorList {
 		errs = append(errs, field.NotSupported(spec.Child("sessionAffinity"), s.SessionAffinity,
 			[]corev1.ServiceAffinity{corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone}))
 	}
+	var oldExternalIPs []string // kept as they were, even if now invalid
+	if old != nil {
+		oldExternalIPs = old.Spec.ExternalIPs
+	}
 	for i, ip := range s.ExternalIPs {
-		errs = append(errs, utilvalidation.IsValidIP(spec.Child("externalIPs").Index(i), ip)...)
+		errs = append(errs, validateEndpointIP(ip, spec.Child("externalIPs").Index(i), legacyIP(oldExternalIPs))...)
 	}
 	if !slices.Contains(serviceTypes, s.Type) {
 		errs = append(errs, field.NotSupported(spec.Child("type"), s.Type, serviceTypes))
@@ -474,10 +478,11 @@ func validateClusterIPFields(svc, old *corev1.Service) field.ErrorList {
 			}
 			continue
 		}
-		if old != nil && slices.Contains(old.Spec.ClusterIPs, ip) {
-			continue // allowed before: kept
+		var oldIPs []string
+		if old != nil {
+			oldIPs = old.Spec.ClusterIPs
 		}
-		if ipErrs := utilvalidation.IsValidIP(ipsPath.Index(i), ip); len(ipErrs) > 0 {
+		if ipErrs := legacyIP(oldIPs)(ipsPath.Index(i), ip); len(ipErrs) > 0 {
 			invalidIPs = true
 			errs = append(errs, ipErrs...)
 		}
@@ -549,7 +554,7 @@ func validateServiceUpdate(svc, old *corev1.Service) field.ErrorList {
 	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort != old.Spec.HealthCheckNodePort {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "healthCheckNodePort"), "field is immutable"))
 	}
-	return append(errs, validateServiceSpec(svc)...)
+	return append(errs, validateServiceSpec(svc, old)...)
 }
 
 // validateClusterIPsUpdate: a Service may gain or release its secondary cluster IP, never

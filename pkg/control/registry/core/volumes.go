@@ -48,6 +48,7 @@ var nodeLabelsGoneGA = func() conversion.Equalities {
 }()
 
 var PersistentVolumeRules = registry.Rules{
+	Warnings: func(obj, _ runtime.Object) []string { return persistentVolumeWarnings(obj.(*corev1.PersistentVolume)) },
 	Default: func(obj runtime.Object) {
 		pv := obj.(*corev1.PersistentVolume)
 		if pv.Status.Phase == "" {
@@ -156,7 +157,23 @@ func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	if s.StorageClassName != "" {
 		errs = append(errs, corevalidation.ValidateClassName(s.StorageClassName, spec.Child("storageClassName"))...)
 	}
-	return errs
+	return append(errs, validateMountOptionAnnotation(pv)...)
+}
+
+// validateMountOptionAnnotation is kube's volume plugin check: the deprecated mount options
+// annotation only on a volume type that can mount with options (spec.mountOptions is not
+// checked, as kube does not).
+func validateMountOptionAnnotation(pv *corev1.PersistentVolume) field.ErrorList {
+	s := &pv.Spec
+	if s.GCEPersistentDisk != nil || s.AWSElasticBlockStore != nil || s.Glusterfs != nil || s.NFS != nil || s.RBD != nil ||
+		s.Quobyte != nil || s.ISCSI != nil || s.Cinder != nil || s.CephFS != nil || s.AzureFile != nil || s.VsphereVolume != nil ||
+		s.AzureDisk != nil || s.PhotonPersistentDisk != nil {
+		return nil
+	}
+	if _, ok := pv.Annotations[corev1.MountOptionAnnotation]; ok {
+		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations", corev1.MountOptionAnnotation), "may not specify mount options for this volume type")}
+	}
+	return nil
 }
 
 var PersistentVolumeClaimRules = registry.Rules{
@@ -317,4 +334,43 @@ func volumeModeText(m *corev1.PersistentVolumeMode) string {
 		return "<unset>"
 	}
 	return string(*m)
+}
+
+// persistentVolumeWarnings is kube's GetWarningsForPersistentVolume, in its order and words.
+func persistentVolumeWarnings(pv *corev1.PersistentVolume) []string {
+	var out []string
+	for _, a := range []struct{ key, msg string }{
+		{corev1.BetaStorageClassAnnotation, `deprecated since v1.8; use "storageClassName" attribute instead`},
+		{corev1.MountOptionAnnotation, `deprecated since v1.31; use "mountOptions" attribute instead`},
+	} {
+		if _, ok := pv.Annotations[a.key]; ok {
+			out = append(out, fmt.Sprintf("%s: %s", field.NewPath("metadata", "annotations").Key(a.key), a.msg))
+		}
+	}
+	s := &pv.Spec
+	if s.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimRecycle {
+		out = append(out, "spec.persistentVolumeReclaimPolicy: The Recycle reclaim policy is deprecated. Instead, the recommended approach is to use dynamic provisioning.")
+	}
+	if s.NodeAffinity != nil && s.NodeAffinity.Required != nil {
+		terms := field.NewPath("spec", "nodeAffinity", "required", "nodeSelectorTerms")
+		for i, term := range s.NodeAffinity.Required.NodeSelectorTerms {
+			out = append(out, registry.NodeSelectorTermWarnings(term, false, terms.Index(i))...)
+		}
+	}
+	for _, p := range []struct {
+		set        bool
+		name, when string
+	}{
+		{s.CephFS != nil, "cephfs", "deprecated in v1.28, non-functional in v1.31+"},
+		{s.PhotonPersistentDisk != nil, "photonPersistentDisk", "deprecated in v1.11, non-functional in v1.16+"},
+		{s.ScaleIO != nil, "scaleIO", "deprecated in v1.16, non-functional in v1.22+"},
+		{s.StorageOS != nil, "storageOS", "deprecated in v1.22, non-functional in v1.25+"},
+		{s.Glusterfs != nil, "glusterfs", "deprecated in v1.25, non-functional in v1.26+"},
+		{s.RBD != nil, "rbd", "deprecated in v1.28, non-functional in v1.31+"},
+	} {
+		if p.set {
+			out = append(out, fmt.Sprintf("spec.%s: %s", p.name, p.when))
+		}
+	}
+	return out
 }

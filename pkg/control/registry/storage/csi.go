@@ -308,6 +308,9 @@ func validateVolumeError(e *storagev1.VolumeError, path *field.Path) field.Error
 }
 
 var CSIStorageCapacityRules = registry.Rules{
+	Warnings: func(obj, _ runtime.Object) []string {
+		return registry.NodeSelectorWarnings(obj.(*storagev1.CSIStorageCapacity).NodeTopology, field.NewPath("nodeTopology"))
+	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		return validateCSIStorageCapacity(obj.(*storagev1.CSIStorageCapacity), false)
 	},

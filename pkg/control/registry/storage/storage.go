@@ -39,6 +39,18 @@ const (
 )
 
 var StorageClassRules = registry.Rules{
+	// kube's GetWarningsForStorageClass: deprecated node labels in allowedTopologies.
+	Warnings: func(obj, _ runtime.Object) []string {
+		var out []string
+		for i, topo := range obj.(*storagev1.StorageClass).AllowedTopologies {
+			for j, expr := range topo.MatchLabelExpressions {
+				if msg, deprecated := registry.NodeLabelDeprecatedMessage(expr.Key); deprecated {
+					out = append(out, fmt.Sprintf("%s: %s", field.NewPath("allowedTopologies").Index(i).Child("matchLabelExpressions").Index(j).Child("key"), msg))
+				}
+			}
+		}
+		return out
+	},
 	Default: func(obj runtime.Object) {
 		sc := obj.(*storagev1.StorageClass)
 		if sc.ReclaimPolicy == nil {
