@@ -44,23 +44,19 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 		return err
 	}
 	filters.AuditRequestPatch(r.Context(), patch)
-	var warnings []string
 	update := generic.UpdateOptions{Subresource: info.Subresource, DryRun: len(opts.DryRun) > 0}
-	var old runtime.Object
 	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, update, func(cur runtime.Object) (runtime.Object, error) {
-		old = cur // applyPatch leaves it as it is
 		out, strict, err := applyPatch(res, patchType, cur, patch, directive)
 		if err != nil {
 			return nil, err
 		}
-		warnings = strict
+		addWarnings(w, strict)
 		fieldmanager.TakeManagedFieldsReset(r.Context(), out)
 		return out, checkNames(res, out, info)
 	})
 	if err != nil {
 		return err
 	}
-	setWarnings(w, res, info.Subresource, obj, old, warnings)
 	return s.respond(w, r, res, http.StatusOK, obj)
 }
 
@@ -79,13 +75,12 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
+	addWarnings(w, warnings)
 	owner := &fieldmanager.Owner{Manager: opts.FieldManager, Apply: true}
 	ctx := fieldmanager.WithOwner(r.Context(), owner)
 	force := opts.Force != nil && *opts.Force
 	dry := len(opts.DryRun) > 0
-	var old runtime.Object // the object applied to
 	apply := func(live runtime.Object) (runtime.Object, error) {
-		old = live.DeepCopyObject()
 		merged, err := m.Apply(live, patch.DeepCopy(), opts.FieldManager, force)
 		if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
 			err = fieldmanager.ApplyError(err)
@@ -106,7 +101,6 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	for range 2 {
 		obj, err := s.objects.Update(ctx, res, info.Namespace, info.Name, generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}, apply)
 		if err == nil {
-			setWarnings(w, res, info.Subresource, obj, old, warnings)
 			return s.respond(w, r, res, http.StatusOK, obj)
 		}
 		if !apierrors.IsNotFound(err) || info.Subresource != "" {
@@ -130,7 +124,6 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 		if err != nil {
 			return err
 		}
-		setWarnings(w, res, info.Subresource, obj, nil, warnings)
 		return s.respond(w, r, res, http.StatusCreated, obj)
 	}
 	return apierrors.NewConflict(res.GroupResource(), info.Name, errors.New("the object was created and deleted concurrently; apply again"))

@@ -168,21 +168,19 @@ func dryRun(r *http.Request, options string) (bool, error) {
 	return len(values) > 0, nil
 }
 
-// setWarnings sends the decoding warnings and the kind's warnings on the object obj a write
-// made of old (nil for a create), as `Warning:` headers. As in kube-apiserver, the kind's
-// warnings come with a write of the object or of its scale (written by the kind's strategy)
-// and not with one of another subresource (its status: their strategies warn of nothing).
-func setWarnings(w http.ResponseWriter, res *registry.Resource, subresource string, obj, old runtime.Object, warnings []string) {
-	if (subresource == "" || subresource == "scale") && res.Rules.Warnings != nil && obj != nil {
-		warnings = append(warnings, res.Rules.Warnings(obj, old)...)
-	}
+// addWarnings sends the decoding warnings of a write as soon as they are known, as
+// kube-apiserver records them while decoding: they come with the answer, an error too.
+// (The kind's warnings are recorded by the store once the object is valid.)
+func addWarnings(w http.ResponseWriter, warnings []string) {
 	for _, msg := range warnings {
 		addWarning(w, msg)
 	}
 }
 
 // addWarning adds a `299 - "text"` header, quotes escaped as kube-apiserver escapes them
-// (control characters, which a header cannot carry, become spaces).
+// (control characters, which a header cannot carry, become spaces); a warning already sent
+// is not repeated, as kube's recorder drops duplicates (a write retried on a conflict
+// warns again).
 func addWarning(w http.ResponseWriter, msg string) {
 	msg = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
@@ -190,7 +188,8 @@ func addWarning(w http.ResponseWriter, msg string) {
 		}
 		return r
 	}, strings.ToValidUTF8(msg, "?"))
-	if h, err := utilnet.NewWarningHeader(299, "-", msg); err == nil {
+	h, err := utilnet.NewWarningHeader(299, "-", msg)
+	if err == nil && !slices.Contains(w.Header().Values("Warning"), h) {
 		w.Header().Add("Warning", h)
 	}
 }

@@ -28,7 +28,6 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 	ctx := r.Context()
 	var change func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error)
 	var uid types.UID // a PUT's precondition
-	var warnings []string
 	switch info.Verb {
 	case "get":
 		scale, err := s.objects.GetScale(ctx, res, info.Namespace, info.Name)
@@ -53,7 +52,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 			if err != nil {
 				return err
 			}
-			warnings = strict
+			addWarnings(w, strict)
 			owner := &fieldmanager.Owner{Manager: opts.FieldManager, Apply: true}
 			ctx = fieldmanager.WithOwner(ctx, owner)
 			change = func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
@@ -93,17 +92,10 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
-	var old runtime.Object // the parent before the change, for its kind's warnings
-	scaled := change
-	change = func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
-		old = parent.DeepCopyObject()
-		return scaled(parent, cur)
-	}
-	scale, obj, err := s.objects.UpdateScale(ctx, res, info.Namespace, info.Name, generic.UpdateOptions{DryRun: dry, UID: uid}, change)
+	scale, _, err := s.objects.UpdateScale(ctx, res, info.Namespace, info.Name, generic.UpdateOptions{DryRun: dry, UID: uid}, change)
 	if err != nil {
 		return err
 	}
-	setWarnings(w, res, info.Subresource, obj, old, warnings)
 	return s.respond(w, r, scaleKind, http.StatusOK, scale)
 }
 

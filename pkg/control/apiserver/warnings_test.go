@@ -176,3 +176,29 @@ func TestScaleWarnsAsItsParent(t *testing.T) {
 		}
 	}
 }
+
+// Warnings come with a refusal as kube-apiserver sends them: a decoding warning (an unknown
+// field under Warn) with any answer after the decoding; the kind's warnings once the object
+// is valid, so with a taken name's 409 but not with a 422; one retried write warns once.
+func TestWarningsWithRefusals(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	const (
+		path     = "/api/v1/namespaces/default/services"
+		external = "spec.externalIPs is deprecated"
+		unknown  = `unknown field \"spec.bogus\"`
+	)
+	svc := json.RawMessage(`{"metadata":{"name":"ext"},"spec":{"externalIPs":["1.2.3.4"],"ports":[{"port":80}]}}`)
+	headers := func(w *httptest.ResponseRecorder) string { return strings.Join(w.Header().Values("Warning"), "\n") }
+	for i, wantCode := range []int{http.StatusCreated, http.StatusConflict} {
+		w := do(t, h, "POST", path, svc)
+		if got := headers(w); w.Code != wantCode || strings.Count(got, external) != 1 {
+			t.Errorf("create %d: %d with warnings %q, want %d and the externalIPs warning once", i+1, w.Code, got, wantCode)
+		}
+	}
+	invalid := json.RawMessage(`{"metadata":{"name":"bad"},"spec":{"bogus":1,"sessionAffinity":"Bad","externalIPs":["1.2.3.4"],"ports":[{"port":80}]}}`)
+	w := do(t, h, "POST", path+"?fieldValidation=Warn", invalid)
+	if got := headers(w); w.Code != http.StatusUnprocessableEntity || !strings.Contains(got, unknown) || strings.Contains(got, external) {
+		t.Errorf("invalid create: %d with warnings %q, want 422 with the unknown field's warning only", w.Code, got)
+	}
+}

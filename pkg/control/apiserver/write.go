@@ -19,6 +19,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
+	addWarnings(w, warnings)
 	dry, err := dryRun(r, "CreateOptions")
 	if err != nil {
 		return err
@@ -28,7 +29,6 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	setWarnings(w, res, info.Subresource, created, nil, warnings)
 	return s.respond(w, r, res, http.StatusCreated, created)
 }
 
@@ -95,14 +95,13 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
+	addWarnings(w, warnings)
 	dry, err := dryRun(r, "UpdateOptions")
 	if err != nil {
 		return err
 	}
 	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry, UID: mustMeta(body).GetUID()}
-	var old runtime.Object
-	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {
-		old = cur
+	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(runtime.Object) (runtime.Object, error) {
 		obj := body.DeepCopyObject()
 		fieldmanager.TakeManagedFieldsReset(r.Context(), obj)
 		return obj, nil
@@ -110,6 +109,5 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	setWarnings(w, res, info.Subresource, obj, old, warnings)
 	return s.respond(w, r, res, http.StatusOK, obj)
 }

@@ -24,6 +24,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // maxUpdateAttempts bounds the read-modify-write retries of one request under write races.
@@ -149,6 +150,7 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 	if err := validateCreate(res, obj); err != nil {
 		return nil, err
 	}
+	warnKind(ctx, res, "", obj, nil)
 	attrs.Object, attrs.Name = obj, m.GetName()
 	if err := s.admission.validate(ctx, attrs); err != nil {
 		return nil, err
@@ -270,6 +272,9 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 		if err != nil {
 			return nil, err
 		}
+		if !opts.deleting {
+			warnKind(ctx, res, opts.Subresource, obj, old)
+		}
 		if !opts.admitted {
 			attrs.Object = obj
 			if err := s.admission.validate(ctx, attrs); err != nil {
@@ -334,4 +339,18 @@ func (s *Store) current(ctx context.Context, res *registry.Resource, name, key s
 
 func conflict(res *registry.Resource, name string) error {
 	return apierrors.NewConflict(res.GroupResource(), name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+// warnKind records the kind's warnings on a valid object obj written from old (nil on
+// create) for the request's answer, as kube's BeforeCreate and BeforeUpdate do once the
+// object validates: they come with a refusal that follows (a taken name, admission, a
+// conflict) too. Only writes of the object or its scale warn: the status strategies warn of
+// nothing, and a deletion's mark is no update in kube.
+func warnKind(ctx context.Context, res *registry.Resource, subresource string, obj, old runtime.Object) {
+	if res.Rules.Warnings == nil || subresource != "" && subresource != "scale" {
+		return
+	}
+	for _, msg := range res.Rules.Warnings(obj, old) {
+		warning.AddWarning(ctx, "", msg)
+	}
 }
