@@ -94,11 +94,17 @@ func legacyIP(old []string) func(*field.Path, string) field.ErrorList {
 }
 
 // validateEndpointIP refuses what is not an IP (as valid checks it) or makes no sense as
-// an endpoint: the unspecified, loopback and link-local addresses, as Kubernetes does.
+// an endpoint.
 func validateEndpointIP(ip string, path *field.Path, valid func(*field.Path, string) field.ErrorList) field.ErrorList {
 	if errs := valid(path, ip); len(errs) > 0 {
 		return errs
 	}
+	return endpointIPRange(ip, path)
+}
+
+// endpointIPRange is kube's ValidateEndpointIP for an address already known to be an IP:
+// not the unspecified, loopback or link-local addresses.
+func endpointIPRange(ip string, path *field.Path) field.ErrorList {
 	addr := net.ParseIP(ip)
 	var msg string
 	switch {
@@ -296,7 +302,7 @@ func validateSliceAddress(t discoveryv1.AddressType, a string, path *field.Path,
 	if ip, _ := netip.ParseAddr(a); (t == discoveryv1.AddressTypeIPv4) != ip.Unmap().Is4() {
 		errs = append(errs, field.Invalid(path, a, "must be an "+string(t)+" address"))
 	}
-	return append(errs, validateEndpointIP(a, path.Index(j), valid)...)
+	return append(errs, endpointIPRange(a, path.Index(j))...)
 }
 
 // The managed-by values of kube's endpoints, endpointslice and endpointslicemirroring

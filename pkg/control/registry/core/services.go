@@ -469,6 +469,10 @@ func validateClusterIPFields(svc, old *corev1.Service) field.ErrorList {
 	if p := s.IPFamilyPolicy; p != nil && !slices.Contains(ipFamilyPolicies, *p) {
 		errs = append(errs, field.NotSupported(spec.Child("ipFamilyPolicy"), *p, ipFamilyPolicies))
 	}
+	var oldIPs []string // valid as they were, even if not any more
+	if old != nil {
+		oldIPs = old.Spec.ClusterIPs
+	}
 	invalidIPs := false
 	for i, ip := range s.ClusterIPs {
 		if i == 0 && ip == corev1.ClusterIPNone {
@@ -477,10 +481,6 @@ func validateClusterIPFields(svc, old *corev1.Service) field.ErrorList {
 				errs = append(errs, field.Invalid(ipsPath, s.ClusterIPs, "'None' must be the first and only value"))
 			}
 			continue
-		}
-		var oldIPs []string
-		if old != nil {
-			oldIPs = old.Spec.ClusterIPs
 		}
 		if ipErrs := legacyIP(oldIPs)(ipsPath.Index(i), ip); len(ipErrs) > 0 {
 			invalidIPs = true
