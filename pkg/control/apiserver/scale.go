@@ -36,7 +36,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 		}
 		return s.respond(w, r, scaleKind, http.StatusOK, scale)
 	case "update":
-		scale, err := decodeScale(r, info)
+		scale, err := decodeScale(w, r, info)
 		if err != nil {
 			return err
 		}
@@ -99,13 +99,15 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 	return s.respond(w, r, scaleKind, http.StatusOK, scale)
 }
 
-// decodeScale reads the Scale a PUT sends.
-func decodeScale(r *http.Request, info requestInfo) (*autoscalingv1.Scale, error) {
+// decodeScale reads the Scale a PUT sends, warning of what its decoding found.
+func decodeScale(w http.ResponseWriter, r *http.Request, info requestInfo) (*autoscalingv1.Scale, error) {
 	directive := parseFieldValidation(r)
 	var scale autoscalingv1.Scale
-	if _, err := decodeBody(r, &scale, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), directive); err != nil {
+	warnings, err := decodeBody(r, &scale, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), directive)
+	if err != nil {
 		return nil, err
 	}
+	addWarnings(w, warnings)
 	return &scale, checkScaleNames(&scale, info)
 }
 

@@ -175,6 +175,12 @@ func TestScaleWarnsAsItsParent(t *testing.T) {
 			t.Errorf("%s warned of %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	// A field Scale does not have is warned of under Warn, as in any decoded body.
+	w := do(t, h, "PUT", scale+"?fieldValidation=Warn", map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+		"metadata": map[string]any{"name": "web.v1", "namespace": "default"}, "spec": map[string]any{"replicas": 2, "bogus": 1}})
+	if got := w.Header().Values("Warning"); w.Code != http.StatusOK || len(got) != 1 || !strings.Contains(got[0], `unknown field \"spec.bogus\"`) {
+		t.Errorf("put with an unknown field: %d with warnings %q, want 200 and the unknown field's warning", w.Code, got)
+	}
 }
 
 // Warnings come with a refusal as kube-apiserver sends them: a decoding warning (an unknown
