@@ -15,6 +15,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/controller/servicepods"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	registrycore "github.com/minik8s/minik8s/pkg/control/registry/core"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,13 +26,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	endpointsliceutil "k8s.io/endpointslice/util"
-)
-
-// The managed-by label of the Endpoints this controller writes, as kube's
-// (pkg/controller/endpoint LabelManagedBy, ControllerName).
-const (
-	managedByLabel = "endpoints.kubernetes.io/managed-by"
-	controllerName = "endpoint-controller"
 )
 
 // maxCapacity is the most addresses an Endpoints holds, as kube's: past it the controller
@@ -119,7 +113,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "" {
 		want.Labels[corev1.IsHeadlessService] = ""
 	}
-	want.Labels[managedByLabel] = controllerName
+	want.Labels[registrycore.EndpointsManagedByLabel] = registrycore.EndpointsControllerName
 	cur, err := c.endpoints.Endpoints(ns).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):

@@ -18,6 +18,7 @@ import (
 	"github.com/minik8s/minik8s/internal/controller/servicepods"
 	"github.com/minik8s/minik8s/internal/controller/serviceslices"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	registrycore "github.com/minik8s/minik8s/pkg/control/registry/core"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,8 +35,6 @@ import (
 )
 
 const (
-	// ManagedBy is the managed-by label value of the slices this controller owns.
-	ManagedBy = "endpointslice-controller.k8s.io"
 	// Name is the source of its Events, as kube-controller-manager's.
 	Name = "endpoint-slice-controller"
 	// maxEndpoints per slice (--max-endpoints-per-slice).
@@ -59,7 +58,7 @@ type Controller struct {
 func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer,
 	slices discoveryinformers.EndpointSliceInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
-		Base: serviceslices.New("endpoint_slice", ManagedBy, client, services, slices, log, pods.Informer(), nodes.Informer()),
+		Base: serviceslices.New("endpoint_slice", registrycore.EndpointSliceControllerName, client, services, slices, log, pods.Informer(), nodes.Informer()),
 		pods: pods.Lister(), nodes: nodes.Lister(), recorder: recorder, topology: topologycache.NewTopologyCache(),
 		triggerTimes: endpointsliceutil.NewTriggerTimeTracker(),
 	}
@@ -291,6 +290,6 @@ func sliceLabels(svc *corev1.Service) map[string]string {
 		out[corev1.IsHeadlessService] = ""
 	}
 	out[discoveryv1.LabelServiceName] = svc.Name
-	out[discoveryv1.LabelManagedBy] = ManagedBy
+	out[discoveryv1.LabelManagedBy] = registrycore.EndpointSliceControllerName
 	return out
 }

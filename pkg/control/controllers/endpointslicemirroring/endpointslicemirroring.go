@@ -17,6 +17,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/controller/serviceslices"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	registrycore "github.com/minik8s/minik8s/pkg/control/registry/core"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -36,8 +37,6 @@ import (
 const (
 	// Name is the controller's event source, as kube-controller-manager's.
 	Name = "endpoint-slice-mirroring-controller"
-	// ManagedBy is the managed-by label value of the slices this controller owns.
-	ManagedBy = "endpointslicemirroring-controller.k8s.io"
 	// MaxEndpointsPerSubset is how many addresses of one subset are mirrored
 	// (--mirroring-max-endpoints-per-subset); the rest are skipped with an event.
 	MaxEndpointsPerSubset = 1000
@@ -54,7 +53,7 @@ type Controller struct {
 func New(client kubernetes.Interface, endpoints coreinformers.EndpointsInformer, services coreinformers.ServiceInformer,
 	slices discoveryinformers.EndpointSliceInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
-		Base:      serviceslices.New("endpoint_slice_mirroring", ManagedBy, client, services, slices, log, endpoints.Informer()),
+		Base:      serviceslices.New("endpoint_slice_mirroring", registrycore.EndpointSliceMirroringControllerName, client, services, slices, log, endpoints.Informer()),
 		endpoints: endpoints.Lister(),
 		recorder:  recorder,
 	}
@@ -301,7 +300,7 @@ func newSlice(ep *corev1.Endpoints, g *group) *discoveryv1.EndpointSlice {
 		s.Labels[k] = v
 	}
 	s.Labels[discoveryv1.LabelServiceName] = ep.Name
-	s.Labels[discoveryv1.LabelManagedBy] = ManagedBy
+	s.Labels[discoveryv1.LabelManagedBy] = registrycore.EndpointSliceMirroringControllerName
 	for k, v := range ep.Annotations {
 		if k != corev1.EndpointsLastChangeTriggerTime && k != corev1.LastAppliedConfigAnnotation {
 			s.Annotations[k] = v

@@ -306,18 +306,18 @@ func validateSliceAddress(t discoveryv1.AddressType, a string, path *field.Path,
 }
 
 // The managed-by values of kube's endpoints, endpointslice and endpointslicemirroring
-// controllers (ours write the same): kube-apiserver trusts their addresses.
+// controllers, which ours write too: kube-apiserver trusts their addresses.
 const (
-	endpointsManagedBy     = "endpoints.kubernetes.io/managed-by"
-	endpointsController    = "endpoint-controller"
-	sliceController        = "endpointslice-controller.k8s.io"
-	sliceMirrorsController = "endpointslicemirroring-controller.k8s.io"
+	EndpointsManagedByLabel              = "endpoints.kubernetes.io/managed-by"
+	EndpointsControllerName              = "endpoint-controller"
+	EndpointSliceControllerName          = "endpointslice-controller.k8s.io"
+	EndpointSliceMirroringControllerName = "endpointslicemirroring-controller.k8s.io"
 )
 
 // endpointsWarnings are kube's: addresses not in their canonical form, unless kube's own
 // controller wrote them.
 func endpointsWarnings(ep *corev1.Endpoints) []string {
-	if ep.Labels[endpointsManagedBy] == endpointsController {
+	if ep.Labels[EndpointsManagedByLabel] == EndpointsControllerName {
 		return nil
 	}
 	var out []string
@@ -340,7 +340,7 @@ func endpointSliceWarnings(s *discoveryv1.EndpointSlice, create bool) []string {
 	if create && s.AddressType == discoveryv1.AddressTypeFQDN {
 		out = append(out, "spec.addressType: FQDN endpoints are deprecated")
 	}
-	if by := s.Labels[discoveryv1.LabelManagedBy]; by == sliceController || by == sliceMirrorsController || s.AddressType == discoveryv1.AddressTypeFQDN {
+	if by := s.Labels[discoveryv1.LabelManagedBy]; by == EndpointSliceControllerName || by == EndpointSliceMirroringControllerName || s.AddressType == discoveryv1.AddressTypeFQDN {
 		return out
 	}
 	for i, e := range s.Endpoints {

@@ -24,7 +24,7 @@ func TestKindWarningsAsKubernetes(t *testing.T) {
 	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "ep", Namespace: "default"},
 		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "2001:DB8::1"}}, Ports: []corev1.EndpointPort{{Port: 80}}}}}
 	ownEP := ep.DeepCopy()
-	ownEP.Labels = map[string]string{endpointsManagedBy: endpointsController}
+	ownEP.Labels = map[string]string{EndpointsManagedByLabel: EndpointsControllerName}
 	fqdn := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "es", Namespace: "default"}, AddressType: discoveryv1.AddressTypeFQDN,
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"foo.example.com"}}}}
 	for _, tc := range []struct {
