@@ -8,6 +8,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission/limitranger"
 	"github.com/minik8s/minik8s/pkg/control/admission/nodedeclaredfeatures"
 	"github.com/minik8s/minik8s/pkg/control/admission/noderestriction"
+	"github.com/minik8s/minik8s/pkg/control/admission/nodetaint"
 	"github.com/minik8s/minik8s/pkg/control/admission/podsecurity"
 	"github.com/minik8s/minik8s/pkg/control/admission/policy"
 	"github.com/minik8s/minik8s/pkg/control/admission/priority"
@@ -64,6 +65,7 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			limits,
 			accounts,
 			noderestriction.New(privileged),
+			nodetaint.Plugin{},
 			priorities,
 			runtimeclass.New(inf, st, reg),
 			defaulttolerationseconds.Plugin{},

@@ -71,8 +71,9 @@ type Controller struct {
 	// kube's master disruption mode (zones.go). Only Run's goroutine touches them.
 	zones        map[string]*zone
 	allDisrupted bool
-	// taintsChanged wakes Run for a round when a node's taints change.
-	taintsChanged chan struct{}
+	// nodeChanged wakes Run for a round: a new node, or a change of a node's taints or of
+	// the taints its state calls for.
+	nodeChanged chan struct{}
 }
 
 // nodeHealth is what the controller last saw of a node's heartbeats and when it saw them
@@ -95,25 +96,33 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced, leases.Informer().HasSynced},
 		recorder: recorder, evictions: evictions, clock: clock.RealClock{}, opts: opts, log: log,
 		health: map[string]*nodeHealth{}, waiting: map[string]map[types.NamespacedName]time.Time{}, zones: map[string]*zone{},
-		taintsChanged: make(chan struct{}, 1),
+		nodeChanged: make(chan struct{}, 1),
 	}
 	// As kube's taint-eviction-controller, a change of a node's taints (kubectl taint) is
-	// acted on at once, not at the next monitor period.
-	_, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, cur any) {
-		o, ok := old.(*corev1.Node)
-		n, ok2 := cur.(*corev1.Node)
-		if ok && ok2 && !equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) {
-			select {
-			case c.taintsChanged <- struct{}{}:
-			default: // a round is already due
-			}
+	// acted on at once, not at the next monitor period; as its NoSchedule tainting pass, so
+	// is a new node (created with the not-ready taint) and a change of what the node's
+	// conditions or cordon call for.
+	wake := func() {
+		select {
+		case c.nodeChanged <- struct{}{}:
+		default: // a round is already due
 		}
-	}})
+	}
+	_, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { wake() },
+		UpdateFunc: func(old, cur any) {
+			o, ok := old.(*corev1.Node)
+			n, ok2 := cur.(*corev1.Node)
+			if ok && ok2 && (!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
+				!equality.Semantic.DeepEqual(wantedTaints(o), wantedTaints(n))) {
+				wake()
+			}
+		}})
 	return c, err
 }
 
 // Run checks every node each monitor period, when a waiting eviction is due and when a
-// node's taints change, until ctx ends.
+// node comes or changes as nodeChanged tells, until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
@@ -147,7 +156,7 @@ func (c *Controller) Run(ctx context.Context) {
 			return
 		case <-tick.C:
 		case <-wake:
-		case <-c.taintsChanged:
+		case <-c.nodeChanged:
 		}
 		stop()
 	}

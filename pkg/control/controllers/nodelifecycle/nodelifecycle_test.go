@@ -14,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -479,4 +480,67 @@ func TestNoExecuteTaintsPaced(t *testing.T) {
 	if d := added[1].Sub(added[0]).Abs(); d < 9*time.Second {
 		t.Errorf("the two nodes' NoExecute taints came %v apart, want about 10 s (0.1 nodes a second)", d)
 	}
+}
+
+// TestNewNodeWaitsForReady: a node is created with the not-ready NoSchedule taint
+// (TaintNodesByCondition admission), which keeps a pod off it while it reports Ready False;
+// once it reports Ready the controller takes the taint away at once, as kube's NoSchedule
+// tainting pass does on the node's update, not at its next monitor period (an hour here),
+// and the pod is scheduled there.
+func TestNewNodeWaitsForReady(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
+		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = time.Hour, time.Hour
+	})
+	ctx := context.Background()
+	created, err := cl.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-new"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady"}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}); len(created.Spec.Taints) != 1 || !created.Spec.Taints[0].MatchTaint(&want) {
+		t.Fatalf("created with taints %+v, want the not-ready NoSchedule taint", created.Spec.Taints)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "waits", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
+	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "the pod unschedulable for the not-ready taint", 10*time.Second, func() (bool, string) {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "waits", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, corev1.TaintNodeNotReady) {
+				return p.Spec.NodeName == "", c.Message
+			}
+		}
+		return false, fmt.Sprintf("node %q conditions %+v", p.Spec.NodeName, p.Status.Conditions)
+	})
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-new", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pods := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(10, resource.DecimalSI)}
+		n.Status = corev1.NodeStatus{Capacity: pods, Allocatable: pods,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}}}
+		_, err = cl.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "the pod scheduled once the node is Ready", 10*time.Second, func() (bool, string) {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "waits", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-new", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName == "node-new" && len(n.Spec.Taints) == 0, fmt.Sprintf("pod on %q, node taints %+v", p.Spec.NodeName, n.Spec.Taints)
+	})
 }
