@@ -137,8 +137,9 @@ type Rules struct {
 	// MarkDeleted, when set, is applied by the first deletion of an object to the object it
 	// stores marked (deletionTimestamp set, and nothing else: no grace period, garbage
 	// collector finalizer or new generation): it adds the finalizer that holds the object
-	// until the kind's own cleanup is done, as apiextensions-apiserver's
-	// CustomResourceDefinition Delete adds its cleanup finalizer.
+	// until the kind's own cleanup is done, and may set the status, as
+	// apiextensions-apiserver's CustomResourceDefinition Delete adds its cleanup finalizer
+	// and Terminating condition.
 	MarkDeleted func(obj runtime.Object)
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
 	// hold a deleted object, as a namespace's spec.finalizers do until it is empty.

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -80,13 +81,17 @@ var CustomResourceDefinitionRules = registry.Rules{
 	},
 	// Generation is counted by the strategy's PrepareForCreate and PrepareForUpdate.
 	Table: registry.CreatedAtTable,
-	// The first deletion adds the cleanup finalizer in the write that marks the CRD, as
-	// apiextensions-apiserver's REST.Delete (its Terminating condition comes from our
-	// finalizing controller: a deletion's write keeps the status, as every update's).
+	// The first deletion adds the cleanup finalizer and the Terminating condition in the
+	// write that marks the CRD, as apiextensions-apiserver's REST.Delete; the finalizer
+	// controller then deletes its custom resources.
 	MarkDeleted: func(obj runtime.Object) {
-		m := registry.MetaOf(obj)
-		if !slices.Contains(m.GetFinalizers(), CustomResourceCleanupFinalizer) {
-			m.SetFinalizers(append(m.GetFinalizers(), CustomResourceCleanupFinalizer))
+		crd := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !slices.Contains(crd.Finalizers, CustomResourceCleanupFinalizer) {
+			crd.Finalizers = append(crd.Finalizers, CustomResourceCleanupFinalizer)
 		}
+		apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
+			Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue, Reason: "InstanceDeletionPending",
+			Message: "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+		})
 	},
 }

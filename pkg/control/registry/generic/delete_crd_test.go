@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -51,6 +52,11 @@ func TestCRDCleanupFinalizerAddedOnDelete(t *testing.T) {
 		}
 		if grace := m.GetDeletionGracePeriodSeconds(); (i == 0) != (grace == nil) {
 			t.Errorf("deletion %d: deletionGracePeriodSeconds %v, want none on the first and 0 after", i+1, grace)
+		}
+		// The marking write sets the Terminating condition too, as kube's Delete does.
+		terminating := apihelpers.FindCRDCondition(out.(*apiextensionsv1.CustomResourceDefinition), apiextensionsv1.Terminating)
+		if terminating == nil || terminating.Status != apiextensionsv1.ConditionTrue || terminating.Reason != "InstanceDeletionPending" {
+			t.Errorf("deletion %d: Terminating condition %+v, want True for InstanceDeletionPending", i+1, terminating)
 		}
 	}
 	if _, err := s.Get(ctx, crds, "", crd.Name); err != nil {

@@ -32,7 +32,8 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		}
 	case sub == "finalize":
 		obj, err = withField(old, obj, "spec")
-	case sub == "" && res.HasSubresource("status"):
+	case sub == "" && res.HasSubresource("status") && !opts.deleting:
+		// (A deletion's write is the stored object; only MarkDeleted changes its status.)
 		obj, err = withField(obj, old, "status")
 	}
 	if err != nil {
@@ -54,7 +55,7 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	if sr, ok := res.Rules.SubresourceUpdates[opts.Subresource]; ok {
 		prepare, validate = sr.Prepare, sr.Validate
 	}
-	if prepare != nil {
+	if prepare != nil && !opts.deleting { // as kube's deletion writes, which skip the strategy
 		prepare(obj, old)
 	}
 	if res.Rules.Default != nil {
