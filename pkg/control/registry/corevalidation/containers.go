@@ -213,9 +213,15 @@ func (pod containersPod) validateInitContainer(c *corev1.Container, p *field.Pat
 }
 
 // validateContainerResources is kube's ValidateContainerResourceRequirements: the
-// resources of a container, or a pod's overhead as its limits.
+// resources of a container.
 func validateContainerResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
 	return validateResourceRequirements(r, ValidateContainerResourceName, path)
+}
+
+// ValidateOverhead checks a pod's or a RuntimeClass's overhead as kube does: as a
+// container's limits, so its errors name path.limits.
+func ValidateOverhead(overhead corev1.ResourceList, path *field.Path) field.ErrorList {
+	return validateContainerResources(&corev1.ResourceRequirements{Limits: overhead}, path)
 }
 
 // validateResourceRequirements is kube's: each name as validName says, quantities not

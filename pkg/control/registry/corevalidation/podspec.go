@@ -343,9 +343,9 @@ func validateProjectedSource(p *corev1.ProjectedVolumeSource, path *field.Path) 
 // behind their alpha gate.
 var tolerationOperators = []corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists}
 
-// validateTolerations is kube's ValidateTolerations (the alpha Lt and Gt operators refused,
-// as with their gate off).
-func validateTolerations(tolerations []corev1.Toleration, path *field.Path) field.ErrorList {
+// ValidateTolerations is kube's (the alpha Lt and Gt operators refused, as with their gate
+// off).
+func ValidateTolerations(tolerations []corev1.Toleration, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, t := range tolerations {
 		p := path.Index(i)
@@ -415,7 +415,7 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 	if d := spec.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, utilvalidation.InclusiveRangeError(1, math.MaxInt32)))
 	}
-	errs = append(errs, validateTolerations(spec.Tolerations, path.Child("tolerations"))...)
+	errs = append(errs, ValidateTolerations(spec.Tolerations, path.Child("tolerations"))...)
 	for i, a := range spec.HostAliases {
 		p := path.Child("hostAliases").Index(i)
 		errs = append(errs, utilvalidation.IsValidIPForLegacyField(p.Child("ip"), a.IP, true, nil)...)
@@ -438,8 +438,7 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 	}
 	errs = append(errs, validatePodResources(spec, path.Child("resources"))...)
 	if spec.Overhead != nil {
-		// kube checks the overhead as a container's limits.
-		errs = append(errs, validateContainerResources(&corev1.ResourceRequirements{Limits: spec.Overhead}, path.Child("overhead"))...)
+		errs = append(errs, ValidateOverhead(spec.Overhead, path.Child("overhead"))...)
 	}
 	if spec.OS != nil {
 		errs = append(errs, validateOS(spec, path)...)

@@ -5,9 +5,9 @@ package node
 import (
 	"fmt"
 
-	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
-
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,12 +42,27 @@ var RuntimeClassRules = registry.Rules{
 
 func validateRuntimeClass(rc *nodev1.RuntimeClass) field.ErrorList {
 	errs := registry.ValidateMeta(rc, false, validation.NameIsDNSSubdomain)
-	errs = append(errs, corevalidation.InvalidEach(field.NewPath("handler"), rc.Handler, utilvalidation.IsDNS1123Label(rc.Handler))...)
-	if rc.Overhead != nil {
-		errs = append(errs, registry.ValidateResourceList(rc.Overhead.PodFixed, field.NewPath("overhead", "podFixed"))...)
+	if rc.Handler == "" {
+		errs = append(errs, field.Required(field.NewPath("handler"), ""))
+	} else {
+		errs = append(errs, corevalidation.InvalidEach(field.NewPath("handler"), rc.Handler, utilvalidation.IsDNS1123Label(rc.Handler))...)
 	}
-	if rc.Scheduling != nil {
-		errs = append(errs, metav1validation.ValidateLabels(rc.Scheduling.NodeSelector, field.NewPath("scheduling", "nodeSelector"))...)
+	if rc.Overhead != nil {
+		errs = append(errs, corevalidation.ValidateOverhead(rc.Overhead.PodFixed, field.NewPath("overhead"))...)
+	}
+	if s := rc.Scheduling; s != nil {
+		path := field.NewPath("scheduling")
+		errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, path.Child("nodeSelector"))...)
+		errs = append(errs, corevalidation.ValidateTolerations(s.Tolerations, path.Child("tolerations"))...)
+		// Each toleration once, by the fields that key the list.
+		seen := map[corev1.Toleration]bool{}
+		for i, t := range s.Tolerations {
+			key := corev1.Toleration{Key: t.Key, Operator: t.Operator, Value: t.Value, Effect: t.Effect}
+			if seen[key] {
+				errs = append(errs, field.Duplicate(path.Child("tolerations").Index(i), t))
+			}
+			seen[key] = true
+		}
 	}
 	return errs
 }

@@ -8,6 +8,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestRuntimeClassRules(t *testing.T) {
@@ -22,7 +23,16 @@ func TestRuntimeClassRules(t *testing.T) {
 	}
 	bad := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Handler: "Not_A_Label",
 		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}}}
-	registrytest.ExpectErrors(t, "bad runtime class", registrytest.CreateSteps(RuntimeClassRules, bad), "handler: FieldValueInvalid", "overhead.podFixed[cpu]: FieldValueInvalid")
+	// As kube: the overhead checked as a container's limits, the scheduling's tolerations as
+	// a pod's and each once.
+	bad.Scheduling = &nodev1.Scheduling{Tolerations: []corev1.Toleration{
+		{Key: "a", Operator: corev1.TolerationOpExists, Value: "b"},
+		{Key: "c", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, {Key: "c", Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](1), Effect: corev1.TaintEffectNoExecute},
+	}}
+	registrytest.ExpectErrors(t, "bad runtime class", registrytest.CreateSteps(RuntimeClassRules, bad), "handler: FieldValueInvalid",
+		"overhead.limits[cpu]: FieldValueInvalid", "scheduling.tolerations[0].operator: FieldValueInvalid", "scheduling.tolerations[2]: FieldValueDuplicate")
+	bad = &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "bad"}}
+	registrytest.ExpectErrors(t, "no handler", registrytest.CreateSteps(RuntimeClassRules, bad), "handler: FieldValueRequired")
 	changed := rc.DeepCopy()
 	changed.Handler = "kata"
 	registrytest.ExpectErrors(t, "changed handler", registrytest.UpdateSteps(RuntimeClassRules, changed, rc), "handler: FieldValueInvalid")
