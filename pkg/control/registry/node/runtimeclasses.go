@@ -59,10 +59,20 @@ func validateRuntimeClass(rc *nodev1.RuntimeClass) field.ErrorList {
 		for i, t := range s.Tolerations {
 			key := corev1.Toleration{Key: t.Key, Operator: t.Operator, Value: t.Value, Effect: t.Effect}
 			if seen[key] {
-				errs = append(errs, field.Duplicate(path.Child("tolerations").Index(i), t))
+				errs = append(errs, field.Duplicate(path.Child("tolerations").Index(i), internalToleration(t)))
 			}
 			seen[key] = true
 		}
 	}
 	return errs
+}
+
+// internalToleration prints a toleration as kube's error does: its internal type, whose
+// fields have no JSON names.
+type internalToleration struct {
+	Key               string
+	Operator          corev1.TolerationOperator
+	Value             string
+	Effect            corev1.TaintEffect
+	TolerationSeconds *int64
 }

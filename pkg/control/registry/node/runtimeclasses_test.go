@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/registry/internal/registrytest"
@@ -31,6 +32,9 @@ func TestRuntimeClassRules(t *testing.T) {
 	}}
 	registrytest.ExpectErrors(t, "bad runtime class", registrytest.CreateSteps(RuntimeClassRules, bad), "handler: FieldValueInvalid",
 		"overhead.limits[cpu]: FieldValueInvalid", "scheduling.tolerations[0].operator: FieldValueInvalid", "scheduling.tolerations[2]: FieldValueDuplicate")
+	if errs := registrytest.CreateSteps(RuntimeClassRules, bad); !strings.Contains(errs.ToAggregate().Error(), `Duplicate value: {"Key":"c","Operator":"Exists","Value":"","Effect":"NoExecute","TolerationSeconds":1}`) {
+		t.Errorf("a duplicate toleration is not printed as kube prints it: %v", errs)
+	}
 	bad = &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "bad"}}
 	registrytest.ExpectErrors(t, "no handler", registrytest.CreateSteps(RuntimeClassRules, bad), "handler: FieldValueRequired")
 	changed := rc.DeepCopy()
