@@ -7,10 +7,10 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 )
 
 // TestNodeValidation: a Node is checked as kube-apiserver 1.36's ValidateNode and
@@ -63,14 +63,22 @@ func TestNodeValidation(t *testing.T) {
 
 	// From "" to a CIDR is allowed (the podCIDR alone gives podCIDRs), then never changed.
 	podCIDR := "10.99.1.0/24"
-	node.Spec.PodCIDR = podCIDR
-	node.Status.Addresses = nil // an update of the node keeps the status
-	if node, err = nodes.Update(ctx, node, metav1.UpdateOptions{}); apierrors.IsConflict(err) {
-		// The shared server's nodeipam gave the new node a pod CIDR first: the same move
-		// from "" to valid, through the same validation.
-		node, err = nodes.Get(ctx, name, metav1.GetOptions{})
-		podCIDR = node.Spec.PodCIDR
-	}
+	// The shared server's controllers write the new node meanwhile (its not-ready taint
+	// taken away, maybe a pod CIDR from nodeipam: the same move from "" to valid, through
+	// the same validation): retry on conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.Spec.PodCIDR == "" {
+			cur.Spec.PodCIDR = podCIDR
+		}
+		podCIDR = cur.Spec.PodCIDR
+		cur.Status.Addresses = nil // an update of the node keeps the status
+		node, err = nodes.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
