@@ -112,14 +112,19 @@ func validateDaemonSet(d *appsv1.DaemonSet) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs = append(errs, registry.ValidateWorkloadSelector(d.Spec.Selector, &d.Spec.Template, spec, "daemonset", "DaemonSet", true)...)
 	errs = append(errs, validation.ValidateNonnegativeField(int64(d.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
-	errs = append(errs, registry.NonNegative(d.Spec.RevisionHistoryLimit, spec.Child("revisionHistoryLimit"))...)
-	us := spec.Child("updateStrategy")
-	switch d.Spec.UpdateStrategy.Type {
+	errs = append(errs, validateDaemonSetStrategy(d.Spec.UpdateStrategy, spec.Child("updateStrategy"))...)
+	return append(errs, registry.NonNegative(d.Spec.RevisionHistoryLimit, spec.Child("revisionHistoryLimit"))...)
+}
+
+// validateDaemonSetStrategy is kube's ValidateDaemonSetUpdateStrategy.
+func validateDaemonSetStrategy(strategy appsv1.DaemonSetUpdateStrategy, us *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch strategy.Type {
 	case appsv1.OnDeleteDaemonSetStrategyType:
 	case appsv1.RollingUpdateDaemonSetStrategyType:
-		ru, p := d.Spec.UpdateStrategy.RollingUpdate, us.Child("rollingUpdate")
+		ru, p := strategy.RollingUpdate, us.Child("rollingUpdate")
 		if ru == nil {
-			return append(errs, field.Required(p, ""))
+			return field.ErrorList{field.Required(p, "")}
 		}
 		errs = append(errs, registry.ValidateIntOrPercent(ru.MaxUnavailable, p.Child("maxUnavailable"))...)
 		errs = append(errs, registry.ValidateIntOrPercent(ru.MaxSurge, p.Child("maxSurge"))...)
@@ -133,10 +138,10 @@ func validateDaemonSet(d *appsv1.DaemonSet) field.ErrorList {
 		}
 	default:
 		var ru *internalRollingUpdate
-		if r := d.Spec.UpdateStrategy.RollingUpdate; r != nil {
+		if r := strategy.RollingUpdate; r != nil {
 			ru = newInternalRollingUpdate(r.MaxUnavailable, r.MaxSurge)
 		}
-		errs = append(errs, field.NotSupported(us, internalStrategy{string(d.Spec.UpdateStrategy.Type), ru},
+		errs = append(errs, field.NotSupported(us, internalStrategy{string(strategy.Type), ru},
 			[]appsv1.DaemonSetUpdateStrategyType{appsv1.RollingUpdateDaemonSetStrategyType, appsv1.OnDeleteDaemonSetStrategyType}))
 	}
 	return errs

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
@@ -40,9 +41,16 @@ var StatefulSetRules = registry.Rules{
 		}
 		return out
 	},
-	Default:       func(obj runtime.Object) { defaultStatefulSet(obj.(*appsv1.StatefulSet)) },
-	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.StatefulSet).Status = appsv1.StatefulSetStatus{} },
-	Validate:      func(obj runtime.Object) field.ErrorList { return validateStatefulSet(obj.(*appsv1.StatefulSet)) },
+	Default: func(obj runtime.Object) { defaultStatefulSet(obj.(*appsv1.StatefulSet)) },
+	PrepareCreate: func(obj runtime.Object) {
+		s := obj.(*appsv1.StatefulSet)
+		s.Status = appsv1.StatefulSetStatus{}
+		dropMaxUnavailable(s, nil)
+	},
+	PrepareUpdate: func(obj, old runtime.Object) {
+		dropMaxUnavailable(obj.(*appsv1.StatefulSet), old.(*appsv1.StatefulSet))
+	},
+	Validate: func(obj runtime.Object) field.ErrorList { return validateStatefulSet(obj.(*appsv1.StatefulSet)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		s, o := obj.(*appsv1.StatefulSet), old.(*appsv1.StatefulSet)
 		// As kube's ValidateStatefulSetUpdate: not the name, serviceName and claim templates
@@ -75,6 +83,18 @@ var StatefulSetRules = registry.Rules{
 			return []any{s.Name, registry.Ratio(s.Status.ReadyReplicas, registry.Deref(s.Spec.Replicas)), registry.Age(s.CreationTimestamp), names, images}
 		},
 	},
+}
+
+// dropMaxUnavailable drops rollingUpdate.maxUnavailable unless the stored StatefulSet has
+// it, as kube-apiserver does with its MaxUnavailableStatefulSet gate off (its default):
+// the controller rolls one pod at a time.
+func dropMaxUnavailable(s, old *appsv1.StatefulSet) {
+	if old != nil && old.Spec.UpdateStrategy.RollingUpdate != nil && old.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable != nil {
+		return
+	}
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		ru.MaxUnavailable = nil
+	}
 }
 
 func defaultStatefulSet(s *appsv1.StatefulSet) {
@@ -118,14 +138,6 @@ func validateStatefulSet(s *appsv1.StatefulSet) field.ErrorList {
 func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, create, podSpec bool) field.ErrorList {
 	var errs field.ErrorList
 	path := field.NewPath("spec")
-	if create {
-		if spec.ServiceName != "" {
-			errs = append(errs, corevalidation.InvalidEach(path.Child("serviceName"), spec.ServiceName, utilvalidation.IsDNS1123Label(spec.ServiceName))...)
-		}
-		for i := range spec.VolumeClaimTemplates {
-			errs = append(errs, corevalidation.ValidateClaimSpec(&spec.VolumeClaimTemplates[i].Spec, path.Child("volumeClaimTemplates").Index(i).Child("spec"))...)
-		}
-	}
 	switch spec.PodManagementPolicy {
 	case appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement:
 	default:
@@ -150,16 +162,27 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, create, podSpec bool)
 	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil {
 		policies := []appsv1.PersistentVolumeClaimRetentionPolicyType{appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
 		rp := path.Child("persistentVolumeClaimRetentionPolicy")
-		for name, v := range map[string]appsv1.PersistentVolumeClaimRetentionPolicyType{"whenDeleted": p.WhenDeleted, "whenScaled": p.WhenScaled} {
-			if v != policies[0] && v != policies[1] {
-				errs = append(errs, field.NotSupported(rp.Child(name), v, policies))
+		for _, c := range []struct {
+			name string
+			v    appsv1.PersistentVolumeClaimRetentionPolicyType
+		}{{"whenDeleted", p.WhenDeleted}, {"whenScaled", p.WhenScaled}} {
+			if !slices.Contains(policies, c.v) {
+				errs = append(errs, field.NotSupported(rp.Child(c.name), c.v, policies))
 			}
+		}
+	}
+	if create {
+		for i := range spec.VolumeClaimTemplates {
+			errs = append(errs, corevalidation.ValidateClaimSpec(&spec.VolumeClaimTemplates[i].Spec, path.Child("volumeClaimTemplates").Index(i).Child("spec"))...)
 		}
 	}
 	errs = append(errs, registry.NonNegative(spec.Replicas, path.Child("replicas"))...)
 	errs = append(errs, validation.ValidateNonnegativeField(int64(spec.MinReadySeconds), path.Child("minReadySeconds"))...)
 	if spec.Ordinals != nil {
 		errs = append(errs, validation.ValidateNonnegativeField(int64(spec.Ordinals.Start), path.Child("ordinals", "start"))...)
+	}
+	if create && spec.ServiceName != "" {
+		errs = append(errs, corevalidation.InvalidEach(path.Child("serviceName"), spec.ServiceName, utilvalidation.IsDNS1123Label(spec.ServiceName))...)
 	}
 	return append(errs, registry.ValidateWorkloadSelector(spec.Selector, statefulSetPodTemplate(spec), path, "statefulset", "StatefulSet", podSpec)...)
 }

@@ -217,7 +217,9 @@ func TestStatefulSetUpdateOfStoredInvalid(t *testing.T) {
 // TestStatefulSetCreateValidation: what kube's ValidateStatefulSet checks at creation, and
 // ValidateStatefulSetUpdate tolerates afterwards as immutable: a name that is a DNS label
 // (it names the pods and their hostnames), a serviceName that is one, claim templates that
-// are valid claims; and rollingUpdate.maxUnavailable, a positive count or percentage.
+// are valid claims. rollingUpdate.maxUnavailable is dropped on create, as with kube's
+// MaxUnavailableStatefulSet gate off; one already stored must stay a positive count or
+// percentage.
 func TestStatefulSetCreateValidation(t *testing.T) {
 	valid := &appsv1.StatefulSet{ObjectMeta: registrytest.ObjMeta("db"), Spec: appsv1.StatefulSetSpec{
 		ServiceName: "db",
@@ -241,7 +243,18 @@ func TestStatefulSetCreateValidation(t *testing.T) {
 		mu := intstr.Parse(v)
 		s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &mu}}
-		registrytest.ExpectErrors(t, "maxUnavailable "+v, registrytest.CreateSteps(StatefulSetRules, s), want...)
+		stored := s.DeepCopy()
+		registrytest.ExpectErrors(t, "create with maxUnavailable "+v, registrytest.CreateSteps(StatefulSetRules, s))
+		if s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable != nil {
+			t.Errorf("create with maxUnavailable %s: kept, want dropped", v)
+		}
+		StatefulSetRules.Default(stored)
+		two := intstr.FromInt32(2)
+		stored.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = &two
+		registrytest.ExpectErrors(t, "update dropping a stored maxUnavailable", registrytest.UpdateSteps(StatefulSetRules, s.DeepCopy(), stored))
+		changed := stored.DeepCopy()
+		changed.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = &mu
+		registrytest.ExpectErrors(t, "update of a stored maxUnavailable to "+v, registrytest.UpdateSteps(StatefulSetRules, changed, stored), want...)
 	}
 	if errs := registrytest.CreateSteps(StatefulSetRules, valid); len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
@@ -273,7 +286,7 @@ func TestStatefulSetPolicyAndStrategyWording(t *testing.T) {
 		strategy string
 	}{
 		{s, `{"Type":"Never","RollingUpdate":null}`},
-		{withRolling, `{"Type":"Never","RollingUpdate":{"Partition":2,"MaxUnavailable":"50%"}}`},
+		{withRolling, `{"Type":"Never","RollingUpdate":{"Partition":2,"MaxUnavailable":null}}`}, // dropped, as kube does
 	} {
 		var got []string
 		for _, e := range registrytest.CreateSteps(StatefulSetRules, tc.set) {
@@ -287,6 +300,42 @@ func TestStatefulSetPolicyAndStrategyWording(t *testing.T) {
 			t.Errorf("errors\n%q, want\n%q", got, want)
 		}
 	}
+}
+
+// TestStatefulSetErrorOrder: a StatefulSet wrong everywhere is answered in the order of
+// kube's ValidateStatefulSetSpec (checked against kube-apiserver v1.36.3).
+func TestStatefulSetErrorOrder(t *testing.T) {
+	s := &appsv1.StatefulSet{ObjectMeta: registrytest.ObjMeta("ss"), Spec: appsv1.StatefulSetSpec{
+		Replicas: ptr.To[int32](-1), ServiceName: "Bad_Name", PodManagementPolicy: "Random",
+		UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](-1)}},
+		PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: "Keep", WhenScaled: "Maybe"},
+		Ordinals:                             &appsv1.StatefulSetOrdinals{Start: -1},
+		Selector:                             &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}},
+		Template: registrytest.Template(map[string]string{"a": "c"}),
+	}}
+	registrytest.ExpectErrorsInOrder(t, "statefulset", registrytest.CreateSteps(StatefulSetRules, s),
+		"spec.podManagementPolicy: FieldValueInvalid", "spec.updateStrategy.rollingUpdate.partition: FieldValueInvalid",
+		"spec.persistentVolumeClaimRetentionPolicy.whenDeleted: FieldValueNotSupported", "spec.persistentVolumeClaimRetentionPolicy.whenScaled: FieldValueNotSupported",
+		"spec.volumeClaimTemplates[0].spec.resources[storage]: FieldValueRequired", "spec.replicas: FieldValueInvalid",
+		"spec.ordinals.start: FieldValueInvalid", "spec.serviceName: FieldValueInvalid", "spec.template.metadata.labels: FieldValueInvalid")
+}
+
+// TestDaemonSetErrorOrder: the revision history limit comes after the update strategy, as
+// in kube's ValidateDaemonSetSpec.
+func TestDaemonSetErrorOrder(t *testing.T) {
+	zero := intstr.FromInt32(0)
+	d := &appsv1.DaemonSet{ObjectMeta: registrytest.ObjMeta("ds"), Spec: appsv1.DaemonSetSpec{
+		MinReadySeconds: -1, RevisionHistoryLimit: ptr.To[int32](-2),
+		UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &zero, MaxSurge: &zero}},
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+		Template: registrytest.Template(map[string]string{"a": "b"}),
+	}}
+	registrytest.ExpectErrorsInOrder(t, "daemonset", registrytest.CreateSteps(DaemonSetRules, d), "spec.minReadySeconds: FieldValueInvalid",
+		"spec.updateStrategy.rollingUpdate.maxUnavailable: FieldValueRequired", "spec.revisionHistoryLimit: FieldValueInvalid")
 }
 
 // TestActiveDeadlineForbiddenPerKind: a template with activeDeadlineSeconds is refused in

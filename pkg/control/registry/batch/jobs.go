@@ -424,6 +424,9 @@ func validateCronJobSpec(s, old *batchv1.CronJobSpec, spec *field.Path) field.Er
 			errs = append(errs, field.Invalid(spec.Child("schedule"), s.Schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
 		}
 	}
+	if d := s.StartingDeadlineSeconds; d != nil {
+		errs = append(errs, validation.ValidateNonnegativeField(*d, spec.Child("startingDeadlineSeconds"))...)
+	}
 	if old == nil || !ptr.Equal(old.TimeZone, s.TimeZone) {
 		errs = append(errs, validateTimeZone(s.TimeZone, spec.Child("timeZone"))...)
 	}
@@ -433,19 +436,16 @@ func validateCronJobSpec(s, old *batchv1.CronJobSpec, spec *field.Path) field.Er
 		errs = append(errs, field.NotSupported(spec.Child("concurrencyPolicy"), s.ConcurrencyPolicy,
 			[]batchv1.ConcurrencyPolicy{batchv1.AllowConcurrent, batchv1.ForbidConcurrent, batchv1.ReplaceConcurrent}))
 	}
-	if d := s.StartingDeadlineSeconds; d != nil {
-		errs = append(errs, validation.ValidateNonnegativeField(*d, spec.Child("startingDeadlineSeconds"))...)
-	}
-	errs = append(errs, registry.NonNegative(s.SuccessfulJobsHistoryLimit, spec.Child("successfulJobsHistoryLimit"))...)
-	errs = append(errs, registry.NonNegative(s.FailedJobsHistoryLimit, spec.Child("failedJobsHistoryLimit"))...)
 	jt, t := spec.Child("jobTemplate", "spec"), &s.JobTemplate.Spec
+	errs = append(errs, validateJobSpec(t, jt)...)
 	if t.Selector != nil {
 		errs = append(errs, field.Invalid(jt.Child("selector"), t.Selector, "`selector` will be auto-generated"))
 	}
 	if t.ManualSelector != nil && *t.ManualSelector {
 		errs = append(errs, field.NotSupported(jt.Child("manualSelector"), t.ManualSelector, []string{"nil", "false"}))
 	}
-	return append(errs, validateJobSpec(t, jt)...)
+	errs = append(errs, registry.NonNegative(s.SuccessfulJobsHistoryLimit, spec.Child("successfulJobsHistoryLimit"))...)
+	return append(errs, registry.NonNegative(s.FailedJobsHistoryLimit, spec.Child("failedJobsHistoryLimit"))...)
 }
 
 func validateTimeZone(tz *string, path *field.Path) field.ErrorList {

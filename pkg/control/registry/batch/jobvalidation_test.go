@@ -189,6 +189,20 @@ func TestCronJobValidationWords(t *testing.T) {
 		`spec.schedule: Invalid value: "TZ=UTC 0 3 * * *": cannot use TZ or CRON_TZ in schedule, use timeZone field instead`)
 }
 
+// A CronJob wrong everywhere is answered in the order of kube's validateCronJobSpec
+// (checked against kube-apiserver v1.36.3): the job template before the history limits.
+func TestCronJobErrorOrder(t *testing.T) {
+	c := cronJob()
+	c.Spec.Schedule, c.Spec.TimeZone, c.Spec.ConcurrencyPolicy = "61 * * * *", ptr.To("Mars/Olympus"), "Sometimes"
+	c.Spec.StartingDeadlineSeconds, c.Spec.SuccessfulJobsHistoryLimit = ptr.To[int64](-5), ptr.To[int32](-1)
+	c.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	c.Spec.JobTemplate.Spec.ManualSelector = ptr.To(true)
+	registrytest.ExpectErrorsInOrder(t, "cronjob", registrytest.CreateSteps(CronJobRules, c),
+		"spec.schedule: FieldValueInvalid", "spec.startingDeadlineSeconds: FieldValueInvalid", "spec.timeZone: FieldValueInvalid",
+		"spec.concurrencyPolicy: FieldValueNotSupported", "spec.jobTemplate.spec.template.spec.restartPolicy: FieldValueRequired",
+		"spec.jobTemplate.spec.manualSelector: FieldValueNotSupported", "spec.successfulJobsHistoryLimit: FieldValueInvalid")
+}
+
 // A Job whose selector is generated must keep the generated labels and selector, as
 // kube-apiserver's validateGeneratedSelector says.
 func TestJobGeneratedSelectorValidation(t *testing.T) {

@@ -61,6 +61,14 @@ func ExpectErrors(t *testing.T, what string, errs field.ErrorList, want ...strin
 	}
 }
 
+// ExpectErrorsInOrder checks that errs are exactly want ("field: type"), in that order.
+func ExpectErrorsInOrder(t *testing.T, what string, errs field.ErrorList, want ...string) {
+	t.Helper()
+	if got := errorsText(errs); !slices.Equal(got, want) {
+		t.Errorf("%s: errors\n%q, want\n%q", what, got, want)
+	}
+}
+
 // ExpectMessage checks that some error names field and says msg.
 func ExpectMessage(t *testing.T, errs field.ErrorList, fieldPath, msg string) {
 	t.Helper()
