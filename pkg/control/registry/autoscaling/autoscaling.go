@@ -6,13 +6,14 @@ package autoscaling
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
-
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,7 +111,7 @@ func defaultScalingRules(r, def *autoscalingv2.HPAScalingRules) *autoscalingv2.H
 	if r.SelectPolicy == nil {
 		r.SelectPolicy = def.SelectPolicy
 	}
-	if len(r.Policies) == 0 {
+	if r.Policies == nil { // an empty list given stays, and is refused, as in kube
 		r.Policies = def.Policies
 	}
 	return r
@@ -220,96 +221,179 @@ func hasInvalidObjectMetric(metrics []autoscalingv2.MetricSpec) bool {
 	return false
 }
 
+// metricSourceTypes are kube's, sorted as its errors list them.
+var metricSourceTypes = []string{"ContainerResource", "External", "Object", "Pods", "Resource"}
+
+// validateMetricSpec is kube's: the type, then the first source given (in kube's order:
+// object, external, pods, resource, containerResource), the source the type names, and any
+// other source given.
 func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path, objectRefs apiVersionRule) field.ErrorList {
 	var errs field.ErrorList
-	set := 0
-	for _, given := range []bool{m.Object != nil, m.Pods != nil, m.Resource != nil, m.ContainerResource != nil, m.External != nil} {
-		if given {
-			set++
-		}
-	}
-	if set > 1 {
-		errs = append(errs, field.Forbidden(p, "must populate information for the given metric source (only)"))
-	}
-	switch m.Type {
-	case autoscalingv2.ResourceMetricSourceType:
-		if m.Resource == nil {
-			return append(errs, field.Required(p.Child("resource"), "must populate information for the given metric source"))
-		}
-		errs = append(errs, validateResourceTarget(m.Resource.Name, &m.Resource.Target, p.Child("resource"))...)
-	case autoscalingv2.ContainerResourceMetricSourceType:
-		if m.ContainerResource == nil {
-			return append(errs, field.Required(p.Child("containerResource"), "must populate information for the given metric source"))
-		}
-		if m.ContainerResource.Container == "" {
-			errs = append(errs, field.Required(p.Child("containerResource", "container"), "must populate container name"))
-		}
-		errs = append(errs, validateResourceTarget(m.ContainerResource.Name, &m.ContainerResource.Target, p.Child("containerResource"))...)
-	case autoscalingv2.PodsMetricSourceType:
-		if m.Pods == nil {
-			return append(errs, field.Required(p.Child("pods"), "must populate information for the given metric source"))
-		}
-		errs = append(errs, validateMetricName(m.Pods.Metric.Name, p.Child("pods", "metric", "name"))...)
-	case autoscalingv2.ObjectMetricSourceType:
-		if m.Object == nil {
-			return append(errs, field.Required(p.Child("object"), "must populate information for the given metric source"))
-		}
-		errs = append(errs, validateObjectRef(&m.Object.DescribedObject, p.Child("object", "describedObject"), objectRefs)...)
-		errs = append(errs, validateMetricName(m.Object.Metric.Name, p.Child("object", "metric", "name"))...)
-	case autoscalingv2.ExternalMetricSourceType:
-		if m.External == nil {
-			return append(errs, field.Required(p.Child("external"), "must populate information for the given metric source"))
-		}
-		errs = append(errs, validateMetricName(m.External.Metric.Name, p.Child("external", "metric", "name"))...)
-	case "":
+	if m.Type == "" {
 		errs = append(errs, field.Required(p.Child("type"), "must specify a metric source type"))
-	default:
-		errs = append(errs, field.NotSupported(p.Child("type"), m.Type, []string{"ContainerResource", "External", "Object", "Pods", "Resource"}))
+	}
+	if !slices.Contains(metricSourceTypes, string(m.Type)) {
+		errs = append(errs, field.NotSupported(p.Child("type"), m.Type, metricSourceTypes))
+	}
+	sources := []struct {
+		name     string
+		kind     autoscalingv2.MetricSourceType
+		given    bool
+		validate func() field.ErrorList
+	}{
+		{"object", autoscalingv2.ObjectMetricSourceType, m.Object != nil, func() field.ErrorList { return validateObjectSource(m.Object, p.Child("object"), objectRefs) }},
+		{"external", autoscalingv2.ExternalMetricSourceType, m.External != nil, func() field.ErrorList { return validateExternalSource(m.External, p.Child("external")) }},
+		{"pods", autoscalingv2.PodsMetricSourceType, m.Pods != nil, func() field.ErrorList { return validatePodsSource(m.Pods, p.Child("pods")) }},
+		{"resource", autoscalingv2.ResourceMetricSourceType, m.Resource != nil, func() field.ErrorList {
+			return validateResourceSource(m.Resource.Name, &m.Resource.Target, p.Child("resource"))
+		}},
+		{"containerResource", autoscalingv2.ContainerResourceMetricSourceType, m.ContainerResource != nil, func() field.ErrorList {
+			return validateContainerResourceSource(m.ContainerResource, p.Child("containerResource"))
+		}},
+	}
+	var present []string
+	for _, src := range sources {
+		if src.given {
+			present = append(present, src.name)
+			if len(present) == 1 {
+				errs = append(errs, src.validate()...)
+			}
+		}
+	}
+	expected := ""
+	for _, src := range sources {
+		if src.kind == m.Type {
+			expected = src.name
+			if !src.given {
+				errs = append(errs, field.Required(p.Child(src.name), "must populate information for the given metric source"))
+			}
+		}
+	}
+	if expected == "" { // kube's switch refuses the type a second time
+		errs = append(errs, field.NotSupported(p.Child("type"), m.Type, metricSourceTypes))
+	}
+	if len(present) > 1 {
+		for _, name := range present {
+			if name != expected {
+				errs = append(errs, field.Forbidden(p.Child(name), "must populate the given metric source only"))
+			}
+		}
 	}
 	return errs
 }
 
-func validateMetricName(name string, p *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(p, "must specify a metric name")}
+func validateObjectSource(src *autoscalingv2.ObjectMetricSource, p *field.Path, objectRefs apiVersionRule) field.ErrorList {
+	errs := validateObjectRef(&src.DescribedObject, p.Child("describedObject"), objectRefs)
+	errs = append(errs, validateMetricIdentifier(src.Metric, p.Child("metric"))...)
+	errs = append(errs, validateMetricTarget(src.Target, p.Child("target"))...)
+	if src.Target.Value == nil && src.Target.AverageValue == nil {
+		errs = append(errs, field.Required(p.Child("target", "averageValue"), "must set either a target value or averageValue"))
 	}
-	return nil
+	return errs
 }
 
-func validateResourceTarget(name corev1.ResourceName, t *autoscalingv2.MetricTarget, p *field.Path) field.ErrorList {
+func validateExternalSource(src *autoscalingv2.ExternalMetricSource, p *field.Path) field.ErrorList {
+	errs := validateMetricIdentifier(src.Metric, p.Child("metric"))
+	errs = append(errs, validateMetricTarget(src.Target, p.Child("target"))...)
+	if src.Target.Value == nil && src.Target.AverageValue == nil {
+		errs = append(errs, field.Required(p.Child("target", "averageValue"), "must set either a target value for metric or a per-pod target"))
+	}
+	if src.Target.Value != nil && src.Target.AverageValue != nil {
+		errs = append(errs, field.Forbidden(p.Child("target", "value"), "may not set both a target value for metric and a per-pod target"))
+	}
+	return errs
+}
+
+func validatePodsSource(src *autoscalingv2.PodsMetricSource, p *field.Path) field.ErrorList {
+	errs := validateMetricIdentifier(src.Metric, p.Child("metric"))
+	errs = append(errs, validateMetricTarget(src.Target, p.Child("target"))...)
+	if src.Target.AverageValue == nil {
+		errs = append(errs, field.Required(p.Child("target", "averageValue"), "must specify a positive target averageValue"))
+	}
+	return errs
+}
+
+func validateContainerResourceSource(src *autoscalingv2.ContainerResourceMetricSource, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if src.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "must specify a resource name"))
+	} else {
+		errs = append(errs, corevalidation.ValidateContainerResourceName(src.Name, p.Child("name"))...)
+	}
+	if src.Container == "" {
+		errs = append(errs, field.Required(p.Child("container"), "must specify a container"))
+	} else {
+		errs = append(errs, corevalidation.DNSLabel(src.Container, p.Child("container"))...)
+	}
+	return append(errs, validateUtilizationTarget(src.Target, p.Child("target"))...)
+}
+
+// validateResourceSource is kube's for a Resource metric: a name and a target of a raw
+// value or a utilization.
+func validateResourceSource(name corev1.ResourceName, t *autoscalingv2.MetricTarget, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if name == "" {
 		errs = append(errs, field.Required(p.Child("name"), "must specify a resource name"))
 	}
-	tp := p.Child("target")
-	switch t.Type {
-	case autoscalingv2.UtilizationMetricType:
-		if t.AverageUtilization == nil {
-			errs = append(errs, field.Required(tp.Child("averageUtilization"), "must set either a target raw value or a target utilization"))
-		} else if *t.AverageUtilization <= 0 {
-			errs = append(errs, field.Invalid(tp.Child("averageUtilization"), *t.AverageUtilization, "must be greater than 0"))
-		}
-	case autoscalingv2.AverageValueMetricType:
-		if t.AverageValue == nil {
-			errs = append(errs, field.Required(tp.Child("averageValue"), "must set either a target raw value or a target utilization"))
-		} else if t.AverageValue.Sign() <= 0 {
-			errs = append(errs, field.Invalid(tp.Child("averageValue"), t.AverageValue.String(), "must be positive"))
-		}
-	case "":
-		errs = append(errs, field.Required(tp.Child("type"), "must specify a metric target type"))
-	default:
-		errs = append(errs, field.NotSupported(tp.Child("type"), t.Type, []string{"AverageValue", "Utilization"}))
+	return append(errs, validateUtilizationTarget(*t, p.Child("target"))...)
+}
+
+// validateUtilizationTarget is a resource metric's target: an average value or a
+// utilization, one of them.
+func validateUtilizationTarget(t autoscalingv2.MetricTarget, p *field.Path) field.ErrorList {
+	errs := validateMetricTarget(t, p)
+	if t.AverageUtilization == nil && t.AverageValue == nil {
+		errs = append(errs, field.Required(p.Child("averageUtilization"), "must set either a target raw value or a target utilization"))
+	}
+	if t.AverageUtilization != nil && t.AverageValue != nil {
+		errs = append(errs, field.Forbidden(p.Child("averageValue"), "may not set both a target raw value and a target utilization"))
 	}
 	return errs
 }
+
+func validateMetricTarget(t autoscalingv2.MetricTarget, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if t.Type == "" {
+		errs = append(errs, field.Required(p.Child("type"), "must specify a metric target type"))
+	}
+	if t.Type != autoscalingv2.UtilizationMetricType && t.Type != autoscalingv2.ValueMetricType && t.Type != autoscalingv2.AverageValueMetricType {
+		errs = append(errs, field.Invalid(p.Child("type"), t.Type, "must be either Utilization, Value, or AverageValue"))
+	}
+	if t.Value != nil && t.Value.Sign() != 1 {
+		errs = append(errs, field.Invalid(p.Child("value"), t.Value.String(), "must be positive"))
+	}
+	if t.AverageValue != nil && t.AverageValue.Sign() != 1 {
+		errs = append(errs, field.Invalid(p.Child("averageValue"), t.AverageValue.String(), "must be positive"))
+	}
+	if t.AverageUtilization != nil && *t.AverageUtilization < 1 {
+		errs = append(errs, field.Invalid(p.Child("averageUtilization"), *t.AverageUtilization, "must be greater than 0"))
+	}
+	return errs
+}
+
+func validateMetricIdentifier(id autoscalingv2.MetricIdentifier, p *field.Path) field.ErrorList {
+	if id.Name == "" {
+		return field.ErrorList{field.Required(p.Child("name"), "must specify a metric name")}
+	}
+	return corevalidation.InvalidEach(p.Child("name"), id.Name, content.IsPathSegmentName(id.Name))
+}
+
+// The bounds of kube's scaling rules.
+const (
+	maxStabilizationWindowSeconds = 3600
+	maxPeriodSeconds              = 1800
+)
 
 func validateScalingRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field.ErrorList {
 	if r == nil {
 		return nil
 	}
 	var errs field.ErrorList
-	if w := r.StabilizationWindowSeconds; w != nil && (*w < 0 || *w > 3600) {
-		errs = append(errs, field.Invalid(p.Child("stabilizationWindowSeconds"), *w, "must be less than or equal to 3600 and greater than or equal to 0"))
+	if w := r.StabilizationWindowSeconds; w != nil && *w < 0 {
+		errs = append(errs, field.Invalid(p.Child("stabilizationWindowSeconds"), *w, "must be greater than or equal to zero"))
+	}
+	if w := r.StabilizationWindowSeconds; w != nil && *w > maxStabilizationWindowSeconds {
+		errs = append(errs, field.Invalid(p.Child("stabilizationWindowSeconds"), *w, fmt.Sprintf("must be less than or equal to %d", maxStabilizationWindowSeconds)))
 	}
 	if sp := r.SelectPolicy; sp != nil {
 		switch *sp {
@@ -329,9 +413,15 @@ func validateScalingRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field
 		if pol.Value <= 0 {
 			errs = append(errs, field.Invalid(pp.Child("value"), pol.Value, "must be greater than zero"))
 		}
-		if pol.PeriodSeconds <= 0 || pol.PeriodSeconds > 1800 {
-			errs = append(errs, field.Invalid(pp.Child("periodSeconds"), pol.PeriodSeconds, "must be greater than zero and less than or equal to 1800"))
+		if pol.PeriodSeconds <= 0 {
+			errs = append(errs, field.Invalid(pp.Child("periodSeconds"), pol.PeriodSeconds, "must be greater than zero"))
 		}
+		if pol.PeriodSeconds > maxPeriodSeconds {
+			errs = append(errs, field.Invalid(pp.Child("periodSeconds"), pol.PeriodSeconds, fmt.Sprintf("must be less than or equal to %d", maxPeriodSeconds)))
+		}
+	}
+	if tol := r.Tolerance; tol != nil && tol.Sign() < 0 {
+		errs = append(errs, field.Invalid(p.Child("tolerance"), tol.String(), validation.IsNegativeErrorMsg))
 	}
 	return errs
 }

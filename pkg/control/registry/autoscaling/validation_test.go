@@ -1,6 +1,8 @@
 package autoscaling
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -60,7 +62,7 @@ func TestHPAObjectMetricAPIVersion(t *testing.T) {
 		h.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ObjectMetricSourceType, Object: &autoscalingv2.ObjectMetricSource{
 			DescribedObject: autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: "Service", Name: "web"},
 			Metric:          autoscalingv2.MetricIdentifier{Name: "qps"},
-			Target:          autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType},
+			Target:          autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: ptr.To(resource.MustParse("10"))},
 		}}}
 		return h
 	}
@@ -96,4 +98,49 @@ func TestHPAReplicaBounds(t *testing.T) {
 		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: ptr.To(resource.MustParse("10"))},
 	}}}
 	onlyError(t, HPARules.Validate(toZero), "spec.minReplicas: Invalid value: 0: must be greater than or equal to 1")
+}
+
+// Metrics and behavior wrong everywhere are answered as kube-apiserver v1.36.3 answers
+// them, message for message and in its order.
+func TestHPAMetricAndBehaviorErrors(t *testing.T) {
+	h := hpaTo("apps/v1", "Deployment")
+	h.Spec.Metrics = []autoscalingv2.MetricSpec{
+		{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: "cpu", Target: autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType}}},
+		{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType}}},
+		{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: "a/b"},
+			Target: autoscalingv2.MetricTarget{Type: "Most", Value: ptr.To(resource.MustParse("-1")), AverageValue: ptr.To(resource.MustParse("1"))}},
+			Pods: &autoscalingv2.PodsMetricSource{}},
+	}
+	h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
+		StabilizationWindowSeconds: ptr.To[int32](7200), SelectPolicy: ptr.To[autoscalingv2.ScalingPolicySelect]("Sometimes"),
+		Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 0, PeriodSeconds: 0}, {Type: "Nodes", Value: 1, PeriodSeconds: 3600}},
+		Tolerance: ptr.To(resource.MustParse("-0.1")),
+	}, ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](-1), Policies: []autoscalingv2.HPAScalingPolicy{}}}
+	DefaultHPA(h)
+	var got []string
+	for _, e := range HPARules.Validate(h) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"spec.metrics[0].resource.target.averageUtilization: Required value: must set either a target raw value or a target utilization",
+		"spec.metrics[1].pods.metric.name: Required value: must specify a metric name",
+		"spec.metrics[1].pods.target.averageValue: Required value: must specify a positive target averageValue",
+		`spec.metrics[2].external.metric.name: Invalid value: "a/b": may not contain '/'`,
+		`spec.metrics[2].external.target.type: Invalid value: "Most": must be either Utilization, Value, or AverageValue`,
+		`spec.metrics[2].external.target.value: Invalid value: "-1": must be positive`,
+		"spec.metrics[2].external.target.value: Forbidden: may not set both a target value for metric and a per-pod target",
+		"spec.metrics[2].pods: Forbidden: must populate the given metric source only",
+		"spec.behavior.scaleUp.stabilizationWindowSeconds: Invalid value: 7200: must be less than or equal to 3600",
+		`spec.behavior.scaleUp.selectPolicy: Unsupported value: "Sometimes": supported values: "Disabled", "Max", "Min"`,
+		"spec.behavior.scaleUp.policies[0].value: Invalid value: 0: must be greater than zero",
+		"spec.behavior.scaleUp.policies[0].periodSeconds: Invalid value: 0: must be greater than zero",
+		`spec.behavior.scaleUp.policies[1].type: Unsupported value: "Nodes": supported values: "Percent", "Pods"`,
+		"spec.behavior.scaleUp.policies[1].periodSeconds: Invalid value: 3600: must be less than or equal to 1800",
+		`spec.behavior.scaleUp.tolerance: Invalid value: "-100m": must be greater than or equal to 0`,
+		"spec.behavior.scaleDown.stabilizationWindowSeconds: Invalid value: -1: must be greater than or equal to zero",
+		"spec.behavior.scaleDown.policies: Required value: must specify at least one Policy",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
