@@ -113,7 +113,7 @@ func TestHPAMetricAndBehaviorErrors(t *testing.T) {
 	}
 	h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
 		StabilizationWindowSeconds: ptr.To[int32](7200), SelectPolicy: ptr.To[autoscalingv2.ScalingPolicySelect]("Sometimes"),
-		Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 0, PeriodSeconds: 0}, {Type: "Nodes", Value: 1, PeriodSeconds: 3600}},
+		Policies:  []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 0, PeriodSeconds: 0}, {Type: "Nodes", Value: 1, PeriodSeconds: 3600}},
 		Tolerance: ptr.To(resource.MustParse("-0.1")),
 	}, ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](-1), Policies: []autoscalingv2.HPAScalingPolicy{}}}
 	DefaultHPA(h)
