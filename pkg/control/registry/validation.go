@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -122,17 +121,6 @@ func ValidateResourceList(list corev1.ResourceList, path *field.Path) field.Erro
 // ServiceProtocols are the protocols a Service, Endpoints or EndpointSlice port may have,
 // sorted as kube's errors name them (sets.List).
 var ServiceProtocols = []corev1.Protocol{corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP}
-
-// VolumeSources counts the volume sources set in a PersistentVolumeSource (all pointers).
-func VolumeSources(src *corev1.PersistentVolumeSource) int {
-	v, n := reflect.ValueOf(src).Elem(), 0
-	for i := range v.NumField() {
-		if !v.Field(i).IsNil() {
-			n++
-		}
-	}
-	return n
-}
 
 // DefaultClaimSpec defaults a claim, also one in a StatefulSet's volumeClaimTemplates.
 func DefaultClaimSpec(s *corev1.PersistentVolumeClaimSpec) { DefaultVolumeMode(&s.VolumeMode) }

@@ -9,6 +9,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestVolumeRules(t *testing.T) {
@@ -28,7 +29,28 @@ func TestVolumeRules(t *testing.T) {
 	}
 	pv.Spec.NFS = &corev1.NFSVolumeSource{Server: "nfs", Path: "/"}
 	pv.Spec.AccessModes = nil
-	registrytest.ExpectErrors(t, "two sources, no modes", PersistentVolumeRules.Validate(pv), "spec: FieldValueForbidden", "spec.accessModes: FieldValueRequired")
+	registrytest.ExpectErrors(t, "two sources, no modes", PersistentVolumeRules.Validate(pv), "spec.nfs: FieldValueForbidden", "spec.accessModes: FieldValueRequired")
+
+	// Wrong everywhere: kube-apiserver v1.36.3's errors, in its order.
+	bad := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv2"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("-1Gi")},
+		AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, "Bogus"},
+		PersistentVolumeReclaimPolicy: "Maybe",
+		NodeAffinity:                  &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{}},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "relative/../x", Type: ptr.To[corev1.HostPathType]("Bogus")},
+			Local: &corev1.LocalVolumeSource{Path: "/l"}},
+	}}
+	registrytest.ExpectErrorsInOrder(t, "pv wrong everywhere", PersistentVolumeRules.Validate(bad),
+		"spec.accessModes: FieldValueNotSupported", "spec.capacity[storage]: FieldValueInvalid", "spec.capacity[storage]: FieldValueInvalid",
+		"spec.persistentVolumeReclaimPolicy: FieldValueNotSupported", "spec.nodeAffinity.required.nodeSelectorTerms: FieldValueRequired",
+		"spec.hostPath.path: FieldValueInvalid", "spec.hostPath.type: FieldValueNotSupported", "spec.local: FieldValueForbidden")
+	local := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv3"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("1")},
+		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod, corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/a/../b"}},
+	}}
+	registrytest.ExpectErrorsInOrder(t, "local pv without affinity", PersistentVolumeRules.Validate(local),
+		"spec.accessModes: FieldValueForbidden", "spec.capacity: FieldValueNotSupported", "spec.local.path: FieldValueInvalid", "spec.nodeAffinity: FieldValueRequired")
 
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: registrytest.ObjMeta("data"), Spec: corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},

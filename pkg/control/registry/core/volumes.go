@@ -127,36 +127,7 @@ var PersistentVolumeRules = registry.Rules{
 
 func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	errs := registry.ValidateMeta(pv, false, validation.NameIsDNSSubdomain)
-	spec, s := field.NewPath("spec"), &pv.Spec
-	errs = append(errs, corevalidation.ValidateAccessModes(s.AccessModes, spec.Child("accessModes"))...)
-	if s.HostPath != nil {
-		errs = append(errs, corevalidation.ValidateHostPathSource(s.HostPath, spec.Child("hostPath"))...)
-	}
-	if len(s.Capacity) == 0 {
-		errs = append(errs, field.Required(spec.Child("capacity"), ""))
-	}
-	for name, q := range s.Capacity {
-		if name != corev1.ResourceStorage {
-			errs = append(errs, field.NotSupported(spec.Child("capacity"), name, []corev1.ResourceName{corev1.ResourceStorage}))
-		}
-		if q.Sign() < 0 {
-			errs = append(errs, field.Invalid(spec.Child("capacity").Key(string(name)), q.String(), "must be greater than or equal to 0"))
-		}
-	}
-	switch n := registry.VolumeSources(&s.PersistentVolumeSource); {
-	case n == 0:
-		errs = append(errs, field.Required(spec, "must specify a volume type"))
-	case n > 1:
-		errs = append(errs, field.Forbidden(spec, "may not specify more than 1 volume type"))
-	}
-	policies := []corev1.PersistentVolumeReclaimPolicy{corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRecycle, corev1.PersistentVolumeReclaimRetain}
-	if !slices.Contains(policies, s.PersistentVolumeReclaimPolicy) {
-		errs = append(errs, field.NotSupported(spec.Child("persistentVolumeReclaimPolicy"), s.PersistentVolumeReclaimPolicy, policies))
-	}
-	errs = append(errs, corevalidation.ValidateVolumeMode(s.VolumeMode, spec.Child("volumeMode"))...)
-	if s.StorageClassName != "" {
-		errs = append(errs, corevalidation.ValidateClassName(s.StorageClassName, spec.Child("storageClassName"))...)
-	}
+	errs = append(errs, corevalidation.ValidatePersistentVolumeSpec(&pv.Spec, false, field.NewPath("spec"))...)
 	return append(errs, validateMountOptionAnnotation(pv)...)
 }
 

@@ -25,7 +25,7 @@ func validateAffinity(a *corev1.Affinity, path *field.Path) field.ErrorList {
 	if na := a.NodeAffinity; na != nil {
 		p := path.Child("nodeAffinity")
 		if req := na.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
-			errs = append(errs, validateNodeSelector(req, p.Child("requiredDuringSchedulingIgnoredDuringExecution"))...)
+			errs = append(errs, ValidateNodeSelector(req, p.Child("requiredDuringSchedulingIgnoredDuringExecution"))...)
 		}
 		for i, term := range na.PreferredDuringSchedulingIgnoredDuringExecution {
 			tp := p.Child("preferredDuringSchedulingIgnoredDuringExecution").Index(i)
@@ -54,8 +54,9 @@ func validateWeight(weight int32, path *field.Path) field.ErrorList {
 	return nil
 }
 
-// validateNodeSelector is kube's ValidateNodeSelector for a pod's required node affinity.
-func validateNodeSelector(s *corev1.NodeSelector, path *field.Path) field.ErrorList {
+// ValidateNodeSelector is kube's, for a pod's required node affinity and a
+// PersistentVolume's.
+func ValidateNodeSelector(s *corev1.NodeSelector, path *field.Path) field.ErrorList {
 	termsPath := path.Child("nodeSelectorTerms")
 	if len(s.NodeSelectorTerms) == 0 {
 		return field.ErrorList{field.Required(termsPath, "must have at least one node selector term")}

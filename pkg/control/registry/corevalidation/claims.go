@@ -37,7 +37,10 @@ func ValidateAccessModes(modes []corev1.PersistentVolumeAccessMode, path *field.
 			errs = append(errs, field.NotSupported(path, m, slices.Sorted(slices.Values(AccessModes)))) // kube names them sorted
 		}
 	}
-	if slices.Contains(modes, corev1.ReadWriteOncePod) && len(modes) > 1 {
+	// kube's: ReadWriteOncePod beside another mode it supports.
+	if slices.Contains(modes, corev1.ReadWriteOncePod) && slices.ContainsFunc(modes, func(m corev1.PersistentVolumeAccessMode) bool {
+		return m != corev1.ReadWriteOncePod && slices.Contains(AccessModes, m)
+	}) {
 		errs = append(errs, field.Forbidden(path, "may not use ReadWriteOncePod with other access modes"))
 	}
 	return errs

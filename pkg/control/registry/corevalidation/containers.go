@@ -540,7 +540,7 @@ func validateFileKeyRef(s *corev1.FileKeySelector, path *field.Path) field.Error
 	if s.Path == "" {
 		errs = append(errs, field.Required(path.Child("path"), ""))
 	} else {
-		errs = append(errs, noBacksteps(s.Path, path.Child("path"))...)
+		errs = append(errs, NoBacksteps(s.Path, path.Child("path"))...)
 	}
 	return errs
 }
@@ -581,8 +581,8 @@ func validateEnvSourceName(name string, path *field.Path) field.ErrorList {
 	return InvalidEach(path.Child("name"), name, validation.NameIsDNSSubdomain(name, true))
 }
 
-// noBacksteps is kube's validatePathNoBacksteps: no '..' element.
-func noBacksteps(target string, path *field.Path) field.ErrorList {
+// NoBacksteps is kube's validatePathNoBacksteps: no '..' element.
+func NoBacksteps(target string, path *field.Path) field.ErrorList {
 	if slices.Contains(strings.Split(target, "/"), "..") {
 		return field.ErrorList{field.Invalid(path, target, "must not contain '..'")}
 	}
@@ -595,7 +595,7 @@ func localDescendingPath(target string, p *field.Path) field.ErrorList {
 	if path.IsAbs(target) {
 		errs = append(errs, field.Invalid(p, target, "must be a relative path"))
 	}
-	return append(errs, noBacksteps(target, p)...)
+	return append(errs, NoBacksteps(target, p)...)
 }
 
 // validateVolumeMounts is kube's ValidateVolumeMounts. Some of its paths lack the
@@ -707,7 +707,7 @@ func (pod containersPod) validateVolumeDevices(c *corev1.Container, path *field.
 		if devicePaths.Has(d.DevicePath) {
 			errs = append(errs, field.Invalid(p.Child("devicePath"), d.DevicePath, "must be unique"))
 		}
-		if d.DevicePath != "" && len(noBacksteps(d.DevicePath, p)) > 0 {
+		if d.DevicePath != "" && len(NoBacksteps(d.DevicePath, p)) > 0 {
 			errs = append(errs, field.Invalid(p.Child("devicePath"), d.DevicePath, "can not contain backsteps ('..')"))
 		} else {
 			devicePaths.Insert(d.DevicePath)

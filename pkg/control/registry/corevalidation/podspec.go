@@ -190,7 +190,7 @@ func ValidateHostPathSource(h *corev1.HostPathVolumeSource, path *field.Path) fi
 	if h.Path == "" {
 		return field.ErrorList{field.Required(path.Child("path"), "")}
 	}
-	errs := validateNoBacksteps(h.Path, path.Child("path"))
+	errs := NoBacksteps(h.Path, path.Child("path"))
 	if t := h.Type; t != nil && !sets.New(hostPathTypes...).Has(*t) {
 		errs = append(errs, field.NotSupported(path.Child("type"), *t, hostPathTypes))
 	}
@@ -228,20 +228,11 @@ func validateLocalNonReservedPath(target string, p *field.Path) field.ErrorList 
 	if path.IsAbs(target) {
 		errs = append(errs, field.Invalid(p, target, "must be a relative path"))
 	}
-	errs = append(errs, validateNoBacksteps(target, p)...)
+	errs = append(errs, NoBacksteps(target, p)...)
 	if strings.HasPrefix(target, "..") && !strings.HasPrefix(target, "../") {
 		errs = append(errs, field.Invalid(p, target, "must not start with '..'"))
 	}
 	return errs
-}
-
-func validateNoBacksteps(target string, p *field.Path) field.ErrorList {
-	for _, part := range strings.Split(target, "/") {
-		if part == ".." {
-			return field.ErrorList{field.Invalid(p, target, "must not contain '..'")}
-		}
-	}
-	return nil
 }
 
 // volumeFieldPaths are the pod fields a downwardAPI volume file may hold, sorted.

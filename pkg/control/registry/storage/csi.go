@@ -10,7 +10,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
-	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -248,48 +247,9 @@ func validateAttachmentSource(s *storagev1.VolumeAttachmentSource, path *field.P
 	case s.PersistentVolumeName != nil && *s.PersistentVolumeName == "":
 		return field.ErrorList{field.Required(path.Child("persistentVolumeName"), "must specify non empty persistentVolumeName")}
 	case s.InlineVolumeSpec != nil:
-		return validateInlineVolumeSpec(s.InlineVolumeSpec, path.Child("inlineVolumeSpec"))
+		return corevalidation.ValidatePersistentVolumeSpec(s.InlineVolumeSpec, true, path.Child("inlineVolumeSpec"))
 	}
 	return nil
-}
-
-// validateInlineVolumeSpec is kube's ValidatePersistentVolumeSpec for a volume a pod names
-// inline (migrated to CSI): a CSI source with access modes, and none of what a
-// PersistentVolume object alone has.
-func validateInlineVolumeSpec(s *corev1.PersistentVolumeSpec, path *field.Path) field.ErrorList {
-	const inline = "may not be specified in the context of inline volumes"
-	var errs field.ErrorList
-	if s.ClaimRef != nil {
-		errs = append(errs, field.Forbidden(path.Child("claimRef"), inline))
-	}
-	if len(s.Capacity) != 0 {
-		errs = append(errs, field.Forbidden(path.Child("capacity"), inline))
-	}
-	if s.CSI == nil {
-		errs = append(errs, field.Required(path.Child("csi"), "has to be specified in the context of inline volumes"))
-	} else {
-		errs = append(errs, corevalidation.ValidateDriverName(s.CSI.Driver, path.Child("csi", "driver"))...)
-		if s.CSI.VolumeHandle == "" {
-			errs = append(errs, field.Required(path.Child("csi", "volumeHandle"), ""))
-		}
-	}
-	errs = append(errs, corevalidation.ValidateAccessModes(s.AccessModes, path.Child("accessModes"))...)
-	if p := s.PersistentVolumeReclaimPolicy; p != "" && p != corev1.PersistentVolumeReclaimRetain {
-		errs = append(errs, field.Forbidden(path.Child("persistentVolumeReclaimPolicy"), "may only be Retain in the context of inline volumes"))
-	}
-	if s.NodeAffinity != nil {
-		errs = append(errs, field.Forbidden(path.Child("nodeAffinity"), inline))
-	}
-	if s.StorageClassName != "" {
-		errs = append(errs, field.Forbidden(path.Child("storageClassName"), inline))
-	}
-	if m := s.VolumeMode; m != nil && *m != corev1.PersistentVolumeFilesystem {
-		errs = append(errs, field.Forbidden(path.Child("volumeMode"), "may not specify volumeMode other than Filesystem in the context of inline volumes"))
-	}
-	if n := registry.VolumeSources(&s.PersistentVolumeSource); n > 1 {
-		errs = append(errs, field.Forbidden(path, "may not specify more than 1 volume type"))
-	}
-	return errs
 }
 
 func validateVolumeError(e *storagev1.VolumeError, path *field.Path) field.ErrorList {

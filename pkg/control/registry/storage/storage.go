@@ -7,15 +7,16 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
-
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -124,7 +125,51 @@ func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
 	} else if *m != modes[0] && *m != modes[1] {
 		errs = append(errs, field.NotSupported(field.NewPath("volumeBindingMode"), *m, modes))
 	}
+	return append(errs, validateAllowedTopologies(sc.AllowedTopologies, field.NewPath("allowedTopologies"))...)
+}
+
+// validateAllowedTopologies is kube's: each term's requirements name a label key once,
+// with values given once each, and no term repeats another. As kube's, the comparison
+// starts from one empty term per term given, so a term with no requirements is reported a
+// duplicate of each.
+func validateAllowedTopologies(terms []corev1.TopologySelectorTerm, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := make([]map[string]sets.Set[string], len(terms))
+	for i, term := range terms {
+		exprs := topologyTermValues(term, path.Index(i).Child("matchLabelExpressions"), &errs)
+		for _, other := range seen {
+			if equality.Semantic.DeepEqual(exprs, other) {
+				errs = append(errs, field.Duplicate(path.Index(i).Child("matchLabelExpressions"), ""))
+			}
+		}
+		seen = append(seen, exprs)
+	}
 	return errs
+}
+
+// topologyTermValues reads a topology term as kube's ValidateTopologySelectorTerm: its values by key,
+// adding the errors of each requirement to errs.
+func topologyTermValues(term corev1.TopologySelectorTerm, path *field.Path, errs *field.ErrorList) map[string]sets.Set[string] {
+	out := map[string]sets.Set[string]{}
+	for i, req := range term.MatchLabelExpressions {
+		p := path.Index(i)
+		values := sets.New[string]()
+		if len(req.Values) == 0 {
+			*errs = append(*errs, field.Required(p.Child("values"), ""))
+		}
+		for j, v := range req.Values {
+			if values.Has(v) {
+				*errs = append(*errs, field.Duplicate(p.Child("values").Index(j), v))
+			}
+			values.Insert(v)
+		}
+		*errs = append(*errs, metav1validation.ValidateLabelName(req.Key, p.Child("key"))...)
+		if _, dup := out[req.Key]; dup {
+			*errs = append(*errs, field.Duplicate(p.Child("key"), req.Key))
+		}
+		out[req.Key] = values
+	}
+	return out
 }
 
 // validateProvisioner is kube's check of a StorageClass's provisioner and a
