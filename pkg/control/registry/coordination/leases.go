@@ -6,9 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
-
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +49,12 @@ func validateLeaseSpec(s *coordinationv1.LeaseSpec) field.ErrorList {
 }
 
 var LeaseRules = registry.Rules{
+	// As kube-apiserver with its CoordinatedLeaderElection gate off (its default): the
+	// strategy and preferred holder are dropped, unless the stored Lease has them.
+	PrepareCreate: func(obj runtime.Object) { dropCoordinatedFields(obj.(*coordinationv1.Lease), nil) },
+	PrepareUpdate: func(obj, old runtime.Object) {
+		dropCoordinatedFields(obj.(*coordinationv1.Lease), old.(*coordinationv1.Lease))
+	},
 	Validate: func(obj runtime.Object) field.ErrorList { return validateLease(obj.(*coordinationv1.Lease)) },
 	ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
 		return validateLeaseSpec(&obj.(*coordinationv1.Lease).Spec)
@@ -63,4 +68,13 @@ var LeaseRules = registry.Rules{
 			return []any{l.Name, registry.StringOr(l.Spec.HolderIdentity, ""), registry.Age(l.CreationTimestamp)}
 		},
 	},
+}
+
+func dropCoordinatedFields(l, old *coordinationv1.Lease) {
+	if old == nil || old.Spec.Strategy == nil {
+		l.Spec.Strategy = nil
+	}
+	if old == nil || old.Spec.PreferredHolder == nil {
+		l.Spec.PreferredHolder = nil
+	}
 }

@@ -29,3 +29,25 @@ func TestLeaseValidation(t *testing.T) {
 	l.Spec.Strategy = nil
 	registrytest.ExpectMessages(t, "preferredHolder", LeaseRules.Validate(l), "spec.preferredHolder: Forbidden: may only be specified if `strategy` is defined")
 }
+
+// TestLeaseCoordinatedFieldsDropped: with kube's CoordinatedLeaderElection gate off, a new
+// Lease's strategy and preferred holder are dropped; a stored Lease that has them keeps them.
+func TestLeaseCoordinatedFieldsDropped(t *testing.T) {
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "default"}, Spec: coordinationv1.LeaseSpec{
+		PreferredHolder: ptr.To("you"), Strategy: ptr.To[coordinationv1.CoordinatedLeaseStrategy]("Bogus"),
+	}}
+	stored := l.DeepCopy()
+	registrytest.ExpectErrors(t, "create", registrytest.CreateSteps(LeaseRules, l))
+	if l.Spec.Strategy != nil || l.Spec.PreferredHolder != nil {
+		t.Errorf("created with strategy %v and preferred holder %v, want both dropped", l.Spec.Strategy, l.Spec.PreferredHolder)
+	}
+	changed := l.DeepCopy()
+	changed.Spec.Strategy = ptr.To(coordinationv1.OldestEmulationVersion)
+	registrytest.ExpectErrors(t, "update setting a strategy", registrytest.UpdateSteps(LeaseRules, changed, l))
+	if changed.Spec.Strategy != nil {
+		t.Errorf("update set strategy %v, want it dropped", *changed.Spec.Strategy)
+	}
+	changed = stored.DeepCopy()
+	registrytest.ExpectErrors(t, "update of a stored strategy", registrytest.UpdateSteps(LeaseRules, changed, stored),
+		"spec.strategy.strategy: FieldValueNotSupported")
+}
