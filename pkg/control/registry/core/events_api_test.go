@@ -134,7 +134,8 @@ func TestEventUpdateImmutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.Client.EventsV1().Events(ns).Patch(ctx, "e1", types.MergePatchType, []byte(`{"note":"b"}`), metav1.PatchOptions{})
-	if want := `Event.events.k8s.io "e1" is invalid: message: Invalid value: "b": field is immutable`; !apierrors.IsInvalid(err) || err.Error() != want {
+	// Named by its stored kind, a core Event, as kube names it by its internal kind.
+	if want := `Event "e1" is invalid: message: Invalid value: "b": field is immutable`; !apierrors.IsInvalid(err) || err.Error() != want {
 		t.Errorf("events.k8s.io note change: %v, want %s", err, want)
 	}
 	series := []byte(`{"series":{"count":2,"lastObservedTime":"` + now.Format(metav1.RFC3339Micro) + `"}}`)

@@ -64,12 +64,13 @@ func defaultReplicationController(rc *corev1.ReplicationController) {
 func validateReplicationController(rc *corev1.ReplicationController) field.ErrorList {
 	errs := registry.ValidateMeta(rc, true, validation.NameIsDNSSubdomain)
 	spec := field.NewPath("spec")
-	errs = append(errs, registry.NonNegative(rc.Spec.Replicas, spec.Child("replicas"))...)
+	// In the order of kube's ValidateReplicationControllerSpec.
 	errs = append(errs, validation.ValidateNonnegativeField(int64(rc.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
 	if len(rc.Spec.Selector) == 0 {
 		errs = append(errs, field.Required(spec.Child("selector"), ""))
 	}
 	errs = append(errs, metav1validation.ValidateLabels(rc.Spec.Selector, spec.Child("selector"))...)
+	errs = append(errs, registry.NonNegative(rc.Spec.Replicas, spec.Child("replicas"))...)
 	if rc.Spec.Template == nil {
 		return append(errs, field.Required(spec.Child("template"), ""))
 	}

@@ -214,11 +214,15 @@ func validateCreate(res *registry.Resource, obj runtime.Object) error {
 	return nil
 }
 
-// invalid is the 422 for obj's errs. It names a custom resource by the kind its body gave,
-// as kube does (an unstructured object's kind is its own; another kind than the resource's
-// is one of errs).
+// invalid is the 422 for obj's errs. It names a resource served converted by its stored
+// kind, as kube names it by its internal kind (an events.k8s.io Event is a core Event), and
+// a custom resource by the kind its body gave, as kube does (an unstructured object's kind
+// is its own; another kind than the resource's is one of errs).
 func invalid(res *registry.Resource, obj runtime.Object, name string, errs field.ErrorList) error {
 	kind := res.GVK().GroupKind()
+	if c := res.Conversion; c != nil && c.Storage != nil {
+		kind = c.Storage.GVK().GroupKind()
+	}
 	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" && registry.IsCustom(res.GVK()) {
 		kind.Kind = k
 	}
