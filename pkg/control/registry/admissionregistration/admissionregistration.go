@@ -274,15 +274,8 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 	failure *admissionregistrationv1.FailurePolicyType, match *admissionregistrationv1.MatchPolicyType, se *admissionregistrationv1.SideEffectClass,
 	timeout *int32, reviewVersions []string, cc admissionregistrationv1.WebhookClientConfig, nsSel, objSel *metav1.LabelSelector,
 	conditions []admissionregistrationv1.MatchCondition) field.ErrorList {
-	var errs field.ErrorList
-	errs = append(errs, corevalidation.InvalidEach(p.Child("name"), name, utilvalidation.IsDNS1123Subdomain(name))...)
-	if len(strings.Split(name, ".")) < 3 {
-		errs = append(errs, field.Invalid(p.Child("name"), name, "should be a domain with at least three segments separated by dots"))
-	}
-	if names.Has(name) {
-		errs = append(errs, field.Duplicate(p.Child("name"), name))
-	}
-	names.Insert(name)
+	// In kube's order: the webhook, then its review versions, then its name's uniqueness.
+	errs := utilvalidation.IsFullyQualifiedName(p.Child("name"), name)
 	for i, r := range rules {
 		errs = append(errs, validateRuleWithOperations(r, p.Child("rules").Index(i))...)
 	}
@@ -293,15 +286,13 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 		errs = append(errs, field.NotSupported(p.Child("matchPolicy"), *match, matchPolicies))
 	}
 	if se == nil {
-		errs = append(errs, field.Required(p.Child("sideEffects"), fmt.Sprintf("must specify one of %v", joinQuoted(sideEffects))))
+		errs = append(errs, field.Required(p.Child("sideEffects"), "must specify one of "+joinPlain(sideEffects)))
 	} else if !slices.Contains(sideEffects, *se) {
 		errs = append(errs, field.NotSupported(p.Child("sideEffects"), *se, sideEffects))
 	}
 	if timeout != nil && (*timeout < 1 || *timeout > 30) {
 		errs = append(errs, field.Invalid(p.Child("timeoutSeconds"), *timeout, "the timeout value must be between 1 and 30 seconds"))
 	}
-	errs = append(errs, validateReviewVersions(reviewVersions, p.Child("admissionReviewVersions"))...)
-	errs = append(errs, validateClientConfig(cc, p.Child("clientConfig"))...)
 	labelOpts := metav1validation.LabelSelectorValidationOptions{}
 	if nsSel != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(nsSel, labelOpts, p.Child("namespaceSelector"))...)
@@ -309,6 +300,7 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 	if objSel != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(objSel, labelOpts, p.Child("objectSelector"))...)
 	}
+	errs = append(errs, validateClientConfig(cc, p.Child("clientConfig"))...)
 	errs = append(errs, validateMatchConditions(conditions, p.Child("matchConditions"))...)
 	// As kube-apiserver, a condition that does not compile is refused when it is written,
 	// not met at every request it would have matched.
@@ -316,35 +308,42 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 	for i, c := range conditions {
 		errs = append(errs, webhookCEL.matchCondition(c, p.Child("matchConditions").Index(i).Child("expression"))...)
 	}
+	errs = append(errs, validateReviewVersions(reviewVersions, p.Child("admissionReviewVersions"))...)
+	if name != "" && names.Has(name) {
+		errs = append(errs, field.Duplicate(p.Child("name"), name))
+	}
+	names.Insert(name)
 	return errs
 }
 
-func joinQuoted[T ~string](vs []T) string {
-	q := make([]string, len(vs))
+// joinPlain lists values as kube's webhook messages do: unquoted, comma-separated.
+func joinPlain[T ~string](vs []T) string {
+	out := make([]string, len(vs))
 	for i, v := range vs {
-		q[i] = fmt.Sprintf("%q", v)
+		out[i] = string(v)
 	}
-	return strings.Join(q, ", ")
+	return strings.Join(out, ", ")
 }
 
 // validateReviewVersions: v1 objects must name the AdmissionReview versions they accept,
 // and one of them must be one the API server speaks.
 func validateReviewVersions(versions []string, p *field.Path) field.ErrorList {
 	if len(versions) == 0 {
-		return field.ErrorList{field.Required(p, `must specify one of "v1", "v1beta1"`)}
+		return field.ErrorList{field.Required(p, "must specify one of v1, v1beta1")}
 	}
 	var errs field.ErrorList
 	seen, known := sets.New[string](), false
 	for i, v := range versions {
-		errs = append(errs, corevalidation.InvalidEach(p.Index(i), v, utilvalidation.IsDNS1035Label(v))...)
 		if seen.Has(v) {
 			errs = append(errs, field.Invalid(p.Index(i), v, "duplicate version"))
+			continue
 		}
 		seen.Insert(v)
+		errs = append(errs, corevalidation.InvalidEach(p.Index(i), v, utilvalidation.IsDNS1035Label(v))...)
 		known = known || v == "v1" || v == "v1beta1"
 	}
 	if !known {
-		errs = append(errs, field.Invalid(p, versions, `must include at least one of "v1", "v1beta1"`))
+		errs = append(errs, field.Invalid(p, versions, "must include at least one of v1, v1beta1"))
 	}
 	return errs
 }
@@ -467,18 +466,11 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, p *field.
 		}
 		return nil
 	}
+	// In the order of kube's validateMatchResources; a policy's rules, which give its
+	// expressions their types, are required after it.
 	var errs field.ErrorList
-	if required && len(m.ResourceRules) == 0 {
-		errs = append(errs, field.Required(p.Child("resourceRules"), ""))
-	}
 	if m.MatchPolicy != nil && !slices.Contains(matchPolicies, *m.MatchPolicy) {
 		errs = append(errs, field.NotSupported(p.Child("matchPolicy"), *m.MatchPolicy, matchPolicies))
-	}
-	for i, r := range m.ResourceRules {
-		errs = append(errs, validateNamedRule(r, p.Child("resourceRules").Index(i))...)
-	}
-	for i, r := range m.ExcludeResourceRules {
-		errs = append(errs, validateNamedRule(r, p.Child("excludeResourceRules").Index(i))...)
 	}
 	labelOpts := metav1validation.LabelSelectorValidationOptions{}
 	if m.NamespaceSelector != nil {
@@ -486,6 +478,15 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, p *field.
 	}
 	if m.ObjectSelector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(m.ObjectSelector, labelOpts, p.Child("objectSelector"))...)
+	}
+	for i, r := range m.ResourceRules {
+		errs = append(errs, validateNamedRule(r, p.Child("resourceRules").Index(i))...)
+	}
+	for i, r := range m.ExcludeResourceRules {
+		errs = append(errs, validateNamedRule(r, p.Child("excludeResourceRules").Index(i))...)
+	}
+	if required && len(m.ResourceRules) == 0 {
+		errs = append(errs, field.Required(p.Child("resourceRules"), ""))
 	}
 	return errs
 }
@@ -500,55 +501,54 @@ func validateNamedRule(r admissionregistrationv1.NamedRuleWithOperations, p *fie
 
 var validationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Warn, admissionregistrationv1.Audit}
 
+// validationReasons are the reasons a validation may give, as kube lists them.
+var validationReasons = []metav1.StatusReason{metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonRequestEntityTooLarge}
+
+// The bounds of a policy's audit annotations, kube's.
+const (
+	maxAuditAnnotations                     = 20
+	maxAuditAnnotationValueExpressionLength = 5 * 1024
+)
+
+// validateValidatingAdmissionPolicy is kube-apiserver's, in its order and CEL included: a
+// policy whose expressions do not compile is refused when it is written.
 func validateValidatingAdmissionPolicy(vap *admissionregistrationv1.ValidatingAdmissionPolicy) field.ErrorList {
 	errs := registry.ValidateMeta(vap, false, validation.NameIsDNSSubdomain)
 	s, p := vap.Spec, field.NewPath("spec")
-	errs = append(errs, validateParamKind(s.ParamKind, p.Child("paramKind"))...)
-	errs = append(errs, validateMatchResources(s.MatchConstraints, p.Child("matchConstraints"), true)...)
 	if s.FailurePolicy != nil && !slices.Contains(failurePolicies, *s.FailurePolicy) {
 		errs = append(errs, field.NotSupported(p.Child("failurePolicy"), *s.FailurePolicy, failurePolicies))
 	}
-	if len(s.Validations) == 0 && len(s.AuditAnnotations) == 0 {
-		errs = append(errs, field.Required(p.Child("validations"), "validations or auditAnnotations must contain at least one item"))
+	errs = append(errs, validateParamKind(s.ParamKind, p.Child("paramKind"))...)
+	errs = append(errs, validateMatchResources(s.MatchConstraints, p.Child("matchConstraints"), true)...)
+	cel, err := newPolicyCEL(s.ParamKind != nil, nil)
+	if err != nil {
+		return append(errs, field.InternalError(p, err))
 	}
-	reasons := []metav1.StatusReason{metav1.StatusReasonUnauthorized, metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonRequestEntityTooLarge}
+	errs = append(errs, validateMatchConditions(s.MatchConditions, p.Child("matchConditions"))...)
+	for i := range s.MatchConditions {
+		errs = append(errs, cel.matchCondition(s.MatchConditions[i], p.Child("matchConditions").Index(i).Child("expression"))...)
+	}
+	for i, v := range s.Variables {
+		errs = append(errs, cel.variable(v, p.Child("variables").Index(i))...)
+	}
+	if len(s.Validations) == 0 && len(s.AuditAnnotations) == 0 {
+		const want = "validations or auditAnnotations must contain at least one item"
+		return append(errs, field.Required(p.Child("validations"), want), field.Required(p.Child("auditAnnotations"), want))
+	}
 	for i, v := range s.Validations {
-		vp := p.Child("validations").Index(i)
-		if strings.TrimSpace(v.Expression) == "" {
-			errs = append(errs, field.Required(vp.Child("expression"), "expression is not specified"))
-		}
-		if strings.Contains(v.Message, "\n") {
-			errs = append(errs, field.Invalid(vp.Child("message"), v.Message, "message must not contain line breaks"))
-		}
-		if v.Reason != nil && !slices.Contains(reasons, *v.Reason) {
-			errs = append(errs, field.NotSupported(vp.Child("reason"), *v.Reason, reasons))
-		}
+		errs = append(errs, cel.validation(v, p.Child("validations").Index(i))...)
+	}
+	if len(s.AuditAnnotations) > maxAuditAnnotations {
+		errs = append(errs, field.Invalid(p.Child("auditAnnotations"), s.AuditAnnotations, fmt.Sprintf("must not have more than %d auditAnnotations", maxAuditAnnotations)))
 	}
 	keys := sets.New[string]()
 	for i, a := range s.AuditAnnotations {
 		ap := p.Child("auditAnnotations").Index(i)
-		errs = append(errs, corevalidation.InvalidEach(ap.Child("key"), a.Key, utilvalidation.IsQualifiedName(vap.Name+"/"+a.Key))...)
+		errs = append(errs, cel.auditAnnotation(vap.Name, a, ap)...)
 		if keys.Has(a.Key) {
 			errs = append(errs, field.Duplicate(ap.Child("key"), a.Key))
 		}
 		keys.Insert(a.Key)
-		if strings.TrimSpace(a.ValueExpression) == "" {
-			errs = append(errs, field.Required(ap.Child("valueExpression"), "valueExpression is not specified"))
-		}
-	}
-	errs = append(errs, validateMatchConditions(s.MatchConditions, p.Child("matchConditions"))...)
-	vars := sets.New[string]()
-	for i, v := range s.Variables {
-		vp := p.Child("variables").Index(i)
-		if v.Name == "" {
-			errs = append(errs, field.Required(vp.Child("name"), "name is not specified"))
-		} else if vars.Has(v.Name) {
-			errs = append(errs, field.Duplicate(vp.Child("name"), v.Name))
-		}
-		vars.Insert(v.Name)
-		if strings.TrimSpace(v.Expression) == "" {
-			errs = append(errs, field.Required(vp.Child("expression"), "expression is not specified"))
-		}
 	}
 	return errs
 }

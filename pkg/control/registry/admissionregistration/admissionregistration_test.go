@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 // A webhook configuration is defaulted as Kubernetes' v1 defaulters do and refused, naming
@@ -55,7 +56,7 @@ func TestWebhookConfigurationRules(t *testing.T) {
 		"http":            {func(w *admissionregistrationv1.ValidatingWebhook) { u := "http://x.example/"; w.ClientConfig.URL = &u }, "'https' is the only allowed URL scheme"},
 		"no clientConfig": {func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.URL = nil }, "exactly one of url or service is required"},
 		"no sideEffects":  {func(w *admissionregistrationv1.ValidatingWebhook) { w.SideEffects = nil }, "webhooks[0].sideEffects: Required value"},
-		"no v1 reviews":   {func(w *admissionregistrationv1.ValidatingWebhook) { w.AdmissionReviewVersions = []string{"v2"} }, `must include at least one of "v1", "v1beta1"`},
+		"no v1 reviews":   {func(w *admissionregistrationv1.ValidatingWebhook) { w.AdmissionReviewVersions = []string{"v2"} }, "must include at least one of v1, v1beta1"},
 		"timeout":         {func(w *admissionregistrationv1.ValidatingWebhook) { s := int32(31); w.TimeoutSeconds = &s }, "the timeout value must be between 1 and 30 seconds"},
 		"operation": {func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.Rules[0].Operations = []admissionregistrationv1.OperationType{"PATCH"}
@@ -238,4 +239,46 @@ func TestStaticSuffixWarning(t *testing.T) {
 			t.Errorf("%s: warnings %q for a name that only contains the suffix", name, got)
 		}
 	}
+}
+
+// Policies and webhooks wrong in many places are answered as kube-apiserver v1.36.3
+// answers them: a validation expression that does not compile is refused, and each
+// webhook's review versions come after its client config and before its name's uniqueness.
+func TestPolicyAndWebhookErrorsAsKube(t *testing.T) {
+	fail, reason := admissionregistrationv1.FailurePolicyType("Sometimes"), metav1.StatusReason("Unauthorized")
+	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "vap"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		FailurePolicy: &fail,
+		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{"CREATE"}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}}}}},
+		Validations:      []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <", Reason: &reason, MessageExpression: "1 +"}},
+		AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{Key: "a b", ValueExpression: "'x'"}},
+	}}
+	ValidatingAdmissionPolicyRules.Default(vap)
+	var got []string
+	for _, e := range ValidatingAdmissionPolicyRules.Validate(vap) {
+		got = append(got, e.Field+": "+string(e.Type))
+	}
+	want := []string{"spec.failurePolicy: FieldValueNotSupported", "spec.validations[0].expression: FieldValueInvalid",
+		"spec.validations[0].messageExpression: FieldValueInvalid", "spec.validations[0].reason: FieldValueNotSupported",
+		"spec.auditAnnotations[0].key: FieldValueInvalid"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("policy errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	hook := func(name string, versions ...string) admissionregistrationv1.ValidatingWebhook {
+		url := "https://x"
+		return admissionregistrationv1.ValidatingWebhook{Name: name, ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url}, AdmissionReviewVersions: versions}
+	}
+	first, second := hook("a.b.c"), hook("a.b.c", "v1", "v1", "V2")
+	first.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a b": "c"}}
+	second.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassNone)
+	config := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "vw"}, Webhooks: []admissionregistrationv1.ValidatingWebhook{first, second}}
+	ValidatingWebhookConfigurationRules.Default(config)
+	registrytest.ExpectMessages(t, "webhooks", ValidatingWebhookConfigurationRules.Validate(config),
+		"webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
+		`webhooks[0].namespaceSelector.matchLabels: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+		"webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1",
+		`webhooks[1].admissionReviewVersions[1]: Invalid value: "v1": duplicate version`,
+		`webhooks[1].admissionReviewVersions[2]: Invalid value: "V2": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`,
+		`webhooks[1].name: Duplicate value: "a.b.c"`)
 }

@@ -7,14 +7,17 @@ import (
 	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -254,6 +257,59 @@ func (c *policyCEL) mutation(m admissionregistrationv1.Mutation, p *field.Path) 
 	r := c.compiler.CompileCELExpression(accessor,
 		plugincel.OptionalVariableDeclarations{HasParams: c.hasParams, HasAuthorizer: true, HasPatchTypes: true}, c.env(expression))
 	return append(errs, celError(ep, expression, r.Error)...)
+}
+
+// validation is kube's validateValidation: the expression compiled, the message
+// expression if given (it sees no authorizer), the message on one line, a known reason.
+func (c *policyCEL) validation(v admissionregistrationv1.Validation, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if strings.TrimSpace(v.Expression) == "" {
+		errs = append(errs, field.Required(p.Child("expression"), "expression is not specified"))
+	} else {
+		r := c.compiler.CompileCELExpression(&validating.ValidationCondition{Expression: v.Expression},
+			plugincel.OptionalVariableDeclarations{HasParams: c.hasParams, HasAuthorizer: true}, c.env(v.Expression))
+		errs = append(errs, celError(p.Child("expression"), v.Expression, r.Error)...)
+	}
+	switch trimmed := strings.TrimSpace(v.MessageExpression); {
+	case v.MessageExpression != "" && trimmed == "":
+		errs = append(errs, field.Invalid(p.Child("messageExpression"), v.MessageExpression, "must be non-empty if specified"))
+	case trimmed != "":
+		r := c.compiler.CompileCELExpression(&validating.MessageExpressionCondition{MessageExpression: v.MessageExpression},
+			plugincel.OptionalVariableDeclarations{HasParams: c.hasParams}, c.env(v.MessageExpression))
+		errs = append(errs, celError(p.Child("messageExpression"), v.MessageExpression, r.Error)...)
+	}
+	switch trimmed := strings.TrimSpace(v.Message); {
+	case v.Message != "" && trimmed == "":
+		errs = append(errs, field.Invalid(p.Child("message"), v.Message, "must be non-empty if specified"))
+	case strings.ContainsAny(trimmed, "\n\r"):
+		errs = append(errs, field.Invalid(p.Child("message"), v.Message, "must not contain line breaks"))
+	}
+	if v.Reason != nil && !slices.Contains(validationReasons, *v.Reason) {
+		errs = append(errs, field.NotSupported(p.Child("reason"), *v.Reason, validationReasons))
+	}
+	return errs
+}
+
+// auditAnnotation is kube's validateAuditAnnotation of a policy named policy: a key that
+// makes a qualified name after the policy's, a value expression that compiles.
+func (c *policyCEL) auditAnnotation(policy string, a admissionregistrationv1.AuditAnnotation, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if policy != "" {
+		errs = append(errs, corevalidation.InvalidEach(p.Child("key"), policy+"/"+a.Key, utilvalidation.IsQualifiedName(policy+"/"+a.Key))...)
+	} else {
+		errs = append(errs, field.Invalid(p.Child("key"), a.Key, "requires metadata.name be non-empty"))
+	}
+	switch trimmed := strings.TrimSpace(a.ValueExpression); {
+	case trimmed == "":
+		errs = append(errs, field.Required(p.Child("valueExpression"), "valueExpression is not specified"))
+	case len(trimmed) > maxAuditAnnotationValueExpressionLength:
+		errs = append(errs, field.Required(p.Child("valueExpression"), fmt.Sprintf("must not exceed %d bytes in length", maxAuditAnnotationValueExpressionLength)))
+	default:
+		r := c.compiler.CompileCELExpression(&validating.AuditAnnotationCondition{ValueExpression: trimmed},
+			plugincel.OptionalVariableDeclarations{HasParams: c.hasParams, HasAuthorizer: true}, c.env(a.ValueExpression))
+		errs = append(errs, celError(p.Child("valueExpression"), a.ValueExpression, r.Error)...)
+	}
+	return errs
 }
 
 // celError is a compilation error as the field error kube-apiserver answers with.
