@@ -4,8 +4,9 @@
 # (a Ginkgo focus regex, ANDed with the Conformance label); FOCUS_FILE instead names a file
 # of exact test names, one a line, `#` comments (test/conformance/ci-subset.txt, the subset
 # `make test` runs). Writes the suite's JUnit report and log under _output/conformance/
-# (CONFORMANCE_OUT) and prints a summary per SIG (docs/conformance.md). CONFORMANCE_LAB names
-# the lab, so a caller can take it down if this script is killed before its trap runs.
+# (CONFORMANCE_OUT), with the lab's daemon logs in lab-logs/, and prints a summary per SIG
+# (docs/conformance.md). CONFORMANCE_LAB names the lab, so a caller can take it down if
+# this script is killed before its trap runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -34,7 +35,9 @@ if [[ -n ${CONFORMANCE_KUBECONFIG:-} ]]; then
 	in_lab=()
 else
 	lab=${CONFORMANCE_LAB:-conf-$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')}
-	trap '"$bin"/minilab down --name "$lab" >/dev/null' EXIT
+	# The lab's daemon logs (miniapi, minilet, miniproxy, containerd) stay beside the
+	# suite's, to explain a failure after the lab is gone.
+	trap 'cp -r "/var/lib/minik8s/labs/$lab/logs" "$out/lab-logs" 2>/dev/null; "$bin"/minilab down --name "$lab" >/dev/null' EXIT
 	"$bin"/minilab up --name "$lab" --nodes 2 --images-dir "$images"
 	for image in "$images"/e2e/*.tar; do "$bin"/minilab image load --name "$lab" "$image"; done
 	info=$("$bin"/minilab info --name "$lab" -o json)

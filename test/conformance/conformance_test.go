@@ -48,7 +48,7 @@ func TestCISubset(t *testing.T) {
 		// The script takes its lab down on exit; this is for a script killed before that.
 		_ = exec.Command(minilab, "down", "--name", lab).Run()
 		if t.Failed() {
-			t.Logf("the run's e2e.log, junit_01.xml and summary.txt are kept in %s", out)
+			t.Logf("the run's e2e.log, junit_01.xml, summary.txt and the lab's daemon logs (lab-logs/) are kept in %s", out)
 		} else {
 			os.RemoveAll(out)
 		}
