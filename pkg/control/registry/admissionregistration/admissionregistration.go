@@ -301,13 +301,8 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 		errs = append(errs, metav1validation.ValidateLabelSelector(objSel, labelOpts, p.Child("objectSelector"))...)
 	}
 	errs = append(errs, validateClientConfig(cc, p.Child("clientConfig"))...)
-	errs = append(errs, validateMatchConditions(conditions, p.Child("matchConditions"))...)
-	// As kube-apiserver, a condition that does not compile is refused when it is written,
-	// not met at every request it would have matched.
 	webhookCEL := &policyCEL{stored: sets.New[string]()}
-	for i, c := range conditions {
-		errs = append(errs, webhookCEL.matchCondition(c, p.Child("matchConditions").Index(i).Child("expression"))...)
-	}
+	errs = append(errs, webhookCEL.matchConditions(conditions, p.Child("matchConditions"))...)
 	errs = append(errs, validateReviewVersions(reviewVersions, p.Child("admissionReviewVersions"))...)
 	if name != "" && names.Has(name) {
 		errs = append(errs, field.Duplicate(p.Child("name"), name))
@@ -524,10 +519,7 @@ func validateValidatingAdmissionPolicy(vap *admissionregistrationv1.ValidatingAd
 	if err != nil {
 		return append(errs, field.InternalError(p, err))
 	}
-	errs = append(errs, validateMatchConditions(s.MatchConditions, p.Child("matchConditions"))...)
-	for i := range s.MatchConditions {
-		errs = append(errs, cel.matchCondition(s.MatchConditions[i], p.Child("matchConditions").Index(i).Child("expression"))...)
-	}
+	errs = append(errs, cel.matchConditions(s.MatchConditions, p.Child("matchConditions"))...)
 	for i, v := range s.Variables {
 		errs = append(errs, cel.variable(v, p.Child("variables").Index(i))...)
 	}

@@ -109,10 +109,7 @@ func validateMutatingAdmissionPolicy(m *admissionregistrationv1.MutatingAdmissio
 	}
 	// Unchanged match conditions are not compiled again, as kube-apiserver leaves them be.
 	if old == nil || !slices.Equal(s.MatchConditions, old.Spec.MatchConditions) {
-		errs = append(errs, validateMatchConditions(s.MatchConditions, p.Child("matchConditions"))...)
-		for i := range s.MatchConditions {
-			errs = append(errs, cel.matchCondition(s.MatchConditions[i], p.Child("matchConditions").Index(i).Child("expression"))...)
-		}
+		errs = append(errs, cel.matchConditions(s.MatchConditions, p.Child("matchConditions"))...)
 	}
 	for i, v := range s.Variables {
 		errs = append(errs, cel.variable(v, p.Child("variables").Index(i))...)
@@ -195,6 +192,16 @@ func (c *policyCEL) env(expression string) environment.Type {
 var matchConditionCompiler = sync.OnceValue(func() plugincel.Compiler {
 	return plugincel.NewCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 })
+
+// matchConditions checks a webhook's or policy's match conditions, then compiles each, as
+// kube-apiserver refuses one that does not compile when it is written.
+func (c *policyCEL) matchConditions(conditions []admissionregistrationv1.MatchCondition, p *field.Path) field.ErrorList {
+	errs := validateMatchConditions(conditions, p)
+	for i, m := range conditions {
+		errs = append(errs, c.matchCondition(m, p.Index(i).Child("expression"))...)
+	}
+	return errs
+}
 
 func (c *policyCEL) matchCondition(m admissionregistrationv1.MatchCondition, p *field.Path) field.ErrorList {
 	if strings.TrimSpace(m.Expression) == "" {

@@ -12,7 +12,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
@@ -245,7 +244,7 @@ func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path, objectRefs a
 		{"external", autoscalingv2.ExternalMetricSourceType, m.External != nil, func() field.ErrorList { return validateExternalSource(m.External, p.Child("external")) }},
 		{"pods", autoscalingv2.PodsMetricSourceType, m.Pods != nil, func() field.ErrorList { return validatePodsSource(m.Pods, p.Child("pods")) }},
 		{"resource", autoscalingv2.ResourceMetricSourceType, m.Resource != nil, func() field.ErrorList {
-			return validateResourceSource(m.Resource.Name, &m.Resource.Target, p.Child("resource"))
+			return validateResourceSource(m.Resource, p.Child("resource"))
 		}},
 		{"containerResource", autoscalingv2.ContainerResourceMetricSourceType, m.ContainerResource != nil, func() field.ErrorList {
 			return validateContainerResourceSource(m.ContainerResource, p.Child("containerResource"))
@@ -330,12 +329,12 @@ func validateContainerResourceSource(src *autoscalingv2.ContainerResourceMetricS
 
 // validateResourceSource is kube's for a Resource metric: a name and a target of a raw
 // value or a utilization.
-func validateResourceSource(name corev1.ResourceName, t *autoscalingv2.MetricTarget, p *field.Path) field.ErrorList {
+func validateResourceSource(src *autoscalingv2.ResourceMetricSource, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if name == "" {
+	if src.Name == "" {
 		errs = append(errs, field.Required(p.Child("name"), "must specify a resource name"))
 	}
-	return append(errs, validateUtilizationTarget(*t, p.Child("target"))...)
+	return append(errs, validateUtilizationTarget(src.Target, p.Child("target"))...)
 }
 
 // validateUtilizationTarget is a resource metric's target: an average value or a

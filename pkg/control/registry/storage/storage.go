@@ -136,7 +136,8 @@ func validateAllowedTopologies(terms []corev1.TopologySelectorTerm, path *field.
 	var errs field.ErrorList
 	seen := make([]map[string]sets.Set[string], len(terms))
 	for i, term := range terms {
-		exprs := topologyTermValues(term, path.Index(i).Child("matchLabelExpressions"), &errs)
+		exprs, termErrs := topologyTermValues(term, path.Index(i).Child("matchLabelExpressions"))
+		errs = append(errs, termErrs...)
 		for _, other := range seen {
 			if equality.Semantic.DeepEqual(exprs, other) {
 				errs = append(errs, field.Duplicate(path.Index(i).Child("matchLabelExpressions"), ""))
@@ -147,29 +148,30 @@ func validateAllowedTopologies(terms []corev1.TopologySelectorTerm, path *field.
 	return errs
 }
 
-// topologyTermValues reads a topology term as kube's ValidateTopologySelectorTerm: its values by key,
-// adding the errors of each requirement to errs.
-func topologyTermValues(term corev1.TopologySelectorTerm, path *field.Path, errs *field.ErrorList) map[string]sets.Set[string] {
+// topologyTermValues reads a topology term as kube's ValidateTopologySelectorTerm: its
+// values by key, and the errors of its requirements.
+func topologyTermValues(term corev1.TopologySelectorTerm, path *field.Path) (map[string]sets.Set[string], field.ErrorList) {
+	var errs field.ErrorList
 	out := map[string]sets.Set[string]{}
 	for i, req := range term.MatchLabelExpressions {
 		p := path.Index(i)
 		values := sets.New[string]()
 		if len(req.Values) == 0 {
-			*errs = append(*errs, field.Required(p.Child("values"), ""))
+			errs = append(errs, field.Required(p.Child("values"), ""))
 		}
 		for j, v := range req.Values {
 			if values.Has(v) {
-				*errs = append(*errs, field.Duplicate(p.Child("values").Index(j), v))
+				errs = append(errs, field.Duplicate(p.Child("values").Index(j), v))
 			}
 			values.Insert(v)
 		}
-		*errs = append(*errs, metav1validation.ValidateLabelName(req.Key, p.Child("key"))...)
+		errs = append(errs, metav1validation.ValidateLabelName(req.Key, p.Child("key"))...)
 		if _, dup := out[req.Key]; dup {
-			*errs = append(*errs, field.Duplicate(p.Child("key"), req.Key))
+			errs = append(errs, field.Duplicate(p.Child("key"), req.Key))
 		}
 		out[req.Key] = values
 	}
-	return out
+	return out, errs
 }
 
 // validateProvisioner is kube's check of a StorageClass's provisioner and a
