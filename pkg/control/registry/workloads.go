@@ -49,11 +49,12 @@ func validateRestartPolicy(t *corev1.PodTemplateSpec, path *field.Path, allowed 
 	return nil
 }
 
-// validateTemplateMetadata checks a pod template's labels and annotations.
+// validateTemplateMetadata checks a pod template's labels and annotations. Kubernetes'
+// ValidatePodTemplateSpec reports them at template.labels and template.annotations, without
+// "metadata", and so do we.
 func validateTemplateMetadata(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
-	meta := path.Child("metadata")
-	errs := metav1validation.ValidateLabels(t.Labels, meta.Child("labels"))
-	return append(errs, validation.ValidateAnnotations(t.Annotations, meta.Child("annotations"))...)
+	errs := metav1validation.ValidateLabels(t.Labels, path.Child("labels"))
+	return append(errs, validation.ValidateAnnotations(t.Annotations, path.Child("annotations"))...)
 }
 
 // ValidateReplicatedTemplate checks the template of a kind that keeps pods running

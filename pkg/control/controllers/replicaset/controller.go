@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -249,7 +250,11 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, set *appsv1
 		}
 		return err
 	case diff > 0:
-		victims := podsToDelete(owned, min(diff, burstReplicas))
+		related, err := c.relatedPods(set)
+		if err != nil {
+			return err
+		}
+		victims := podsToDelete(owned, related, min(diff, burstReplicas), c.clock.Now())
 		c.exp.expect(key, 0, len(victims))
 		errs := make(chan error, len(victims))
 		var wg sync.WaitGroup
@@ -269,6 +274,42 @@ func (c *Controller) manageReplicas(ctx context.Context, key string, set *appsv1
 		}
 	}
 	return nil
+}
+
+// relatedPods are the pods of every set that set's own controller also controls (the
+// ReplicaSets of one Deployment), as kube's getIndirectlyRelatedPods: scaling down takes
+// first a pod that shares its node with more of them. A set without a controller has none.
+func (c *Controller) relatedPods(set *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
+	owner := metav1.GetControllerOf(set)
+	if owner == nil {
+		return nil, nil
+	}
+	sets, err := c.kind.list(set.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	var related []*corev1.Pod
+	seen := map[types.UID]bool{}
+	for _, s := range sets {
+		if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != owner.UID {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
+		if err != nil {
+			continue // an invalid selector matches no pods
+		}
+		pods, err := c.pods.Pods(s.Namespace).List(selector)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pods {
+			if !seen[p.UID] {
+				seen[p.UID] = true
+				related = append(related, p)
+			}
+		}
+	}
+	return related, nil
 }
 
 // slowStart calls create n times in batches of 1, 2, 4, ... concurrent calls and stops at

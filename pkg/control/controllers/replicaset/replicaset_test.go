@@ -296,3 +296,39 @@ func TestReplicaSetTerminatingReplicas(t *testing.T) {
 	release()
 	terminating("0")
 }
+
+// As in Kubernetes, a pod's controller.kubernetes.io/pod-deletion-cost ranks it among pods
+// equally ready: scaling down keeps the costliest, though it restarted most and became
+// ready last, each of which alone would send it first.
+func TestReplicaSetScaleDownHonoursDeletionCost(t *testing.T) {
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ctx := context.Background()
+	rsClient := cl.Client.AppsV1().ReplicaSets(cl.Namespace)
+	rs, err := rsClient.Create(ctx, replicaSet("costly", 3), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := waitOwned(t, cl.Client, cl.Namespace, string(rs.UID), 3)
+	keep := pods[0]
+	cl.MustKubectl(t, "", "annotate", "pod", keep.Name, "controller.kubernetes.io/pod-deletion-cost=100")
+	restarted, err := cl.Client.CoreV1().Pods(cl.Namespace).Get(ctx, keep.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "localhost/minik8s/netexec:v1", RestartCount: 5}}
+	if _, err := cl.Client.CoreV1().Pods(cl.Namespace).UpdateStatus(ctx, restarted, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []corev1.Pod{pods[1], pods[2], keep} {
+		markReady(t, cl.Client, p)
+	}
+	controllertest.WaitFor(t, "status with 3 ready", 20*time.Second, func() (bool, string) {
+		got, _ := rsClient.Get(ctx, "costly", metav1.GetOptions{})
+		return got.Status.ReadyReplicas == 3, fmt.Sprintf("%+v", got.Status)
+	})
+	cl.MustKubectl(t, "", "scale", "rs/costly", "--replicas=1")
+	if left := waitOwned(t, cl.Client, cl.Namespace, string(rs.UID), 1); left[0].Name != keep.Name {
+		t.Errorf("scale-down kept %s, want %s, whose deletion cost is 100", left[0].Name, keep.Name)
+	}
+}

@@ -70,6 +70,14 @@ func TestDeploymentValidation(t *testing.T) {
 	registrytest.ExpectMessage(t, errs, "spec.template.spec.ephemeralContainers", "ephemeral containers not allowed in pod template")
 
 	d = registrytest.Deployment(map[string]string{"app": "web"})
+	d.Spec.Template.Labels["bad key"] = "x"
+	d.Spec.Template.Annotations = map[string]string{"a/b/c": "x"}
+	// As in Kubernetes, a template's own labels and annotations are reported without
+	// "metadata" (ValidatePodTemplateSpec), the selector mismatch with it.
+	registrytest.ExpectErrorsInOrder(t, "bad template metadata", registrytest.CreateSteps(DeploymentRules, d),
+		"spec.template.labels: FieldValueInvalid", "spec.template.annotations: FieldValueInvalid")
+
+	d = registrytest.Deployment(map[string]string{"app": "web"})
 	d.Spec.Selector = nil
 	// As in Kubernetes, a missing selector selects nothing, not the template.
 	registrytest.ExpectErrors(t, "no selector", registrytest.CreateSteps(DeploymentRules, d), "spec.selector: FieldValueRequired", "spec.template.metadata.labels: FieldValueInvalid")

@@ -27,7 +27,7 @@ func TestPodTemplateRules(t *testing.T) {
 	bad := &corev1.PodTemplate{ObjectMeta: registrytest.ObjMeta("bad"), Template: corev1.PodTemplateSpec{}}
 	bad.Template.Labels = map[string]string{"a b": "c"}
 	registrytest.ExpectErrors(t, "empty template", registrytest.CreateSteps(PodTemplateRules, bad),
-		"template.spec.containers: FieldValueRequired", "template.metadata.labels: FieldValueInvalid")
+		"template.spec.containers: FieldValueRequired", "template.labels: FieldValueInvalid")
 	if row := PodTemplateRules.Table.Row(pt); row[0] != "tmpl" || row[1] != "c" || row[2] != "busybox:1" {
 		t.Errorf("row: %v", row)
 	}
