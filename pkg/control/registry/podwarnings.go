@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,25 +122,9 @@ var deprecatedPodAnnotations = []struct{ key, message string }{
 	{`security.alpha.kubernetes.io/unsafe-sysctls`, `non-functional in v1.11+; use the "sysctls" field instead`},
 }
 
-// podContainers are the containers in kube's VisitContainersWithPath order, with their paths.
-func podContainers(spec *corev1.PodSpec, path *field.Path) ([]*corev1.Container, []*field.Path) {
-	var cs []*corev1.Container
-	var ps []*field.Path
-	for i := range spec.InitContainers {
-		cs, ps = append(cs, &spec.InitContainers[i]), append(ps, path.Child("initContainers").Index(i))
-	}
-	for i := range spec.Containers {
-		cs, ps = append(cs, &spec.Containers[i]), append(ps, path.Child("containers").Index(i))
-	}
-	for i := range spec.EphemeralContainers {
-		cs, ps = append(cs, (*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon)), append(ps, path.Child("ephemeralContainers").Index(i))
-	}
-	return cs, ps
-}
-
-// appArmorProfileOfAnnotation is kube's ApparmorFieldForAnnotation: nil for a value it
+// AppArmorProfileOfAnnotation is kube's ApparmorFieldForAnnotation: nil for a value it
 // does not know.
-func appArmorProfileOfAnnotation(value string) *corev1.AppArmorProfile {
+func AppArmorProfileOfAnnotation(value string) *corev1.AppArmorProfile {
 	switch {
 	case value == corev1.DeprecatedAppArmorBetaProfileNameUnconfined:
 		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
@@ -253,18 +239,18 @@ func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1
 			warn(annotations.Key(corev1.SeccompPodAnnotationKey), seccompMsg)
 		}
 	}
-	containers, paths := podContainers(spec, specPath)
-	for n, c := range containers {
-		p := paths[n]
+	containers := corevalidation.Containers(spec, specPath)
+	for _, c := range containers {
+		p := c.Path
 		if c.SecurityContext == nil || c.SecurityContext.SeccompProfile == nil {
 			if key := corev1.SeccompContainerAnnotationKeyPrefix + c.Name; hasKey(meta.Annotations, key) {
 				warn(annotations.Key(key), seccompMsg)
 			}
 		}
-		// a pod's AppArmor annotations are turned into fields instead; a template's are not
+		// a pod's are warned of as its create turns them into fields (pods_apparmor.go); a template's here
 		if path != nil && (c.SecurityContext == nil || c.SecurityContext.AppArmorProfile == nil) {
 			key := corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + c.Name
-			if value, ok := meta.Annotations[key]; ok && (podAppArmor == nil || !apiequality.Semantic.DeepEqual(podAppArmor, appArmorProfileOfAnnotation(value))) {
+			if value, ok := meta.Annotations[key]; ok && (podAppArmor == nil || !apiequality.Semantic.DeepEqual(podAppArmor, AppArmorProfileOfAnnotation(value))) {
 				warn(annotations.Key(key), `deprecated since v1.30; use the "appArmorProfile" field instead`)
 			}
 		}
@@ -286,7 +272,7 @@ func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1
 		}
 	}
 
-	out = append(out, portWarnings(containers, paths)...)
+	out = append(out, portWarnings(containers)...)
 
 	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		warn(specPath.Child("terminationGracePeriodSeconds"), "must be >= 0; negative values are invalid and will be treated as 1")
@@ -337,16 +323,16 @@ func podAffinityWarnings(required []corev1.PodAffinityTerm, preferred []corev1.W
 
 // portWarnings are kube's warnings on ports across all containers: a hostIP without a
 // hostPort, the same port twice, and reused port names.
-func portWarnings(containers []*corev1.Container, paths []*field.Path) []string {
+func portWarnings(containers []corevalidation.PathedContainer) []string {
 	type portAt struct {
 		path *field.Path
 		port corev1.ContainerPort
 	}
 	var out []string
 	byPort := map[string][]portAt{}
-	for n, c := range containers {
+	for _, c := range containers {
 		for i, port := range c.Ports {
-			p := paths[n].Child("ports").Index(i)
+			p := c.Path.Child("ports").Index(i)
 			if port.HostIP != "" && port.HostPort == 0 {
 				out = append(out, fmt.Sprintf("%s: hostIP set without hostPort: %+v", p, port))
 			}
@@ -366,12 +352,12 @@ func portWarnings(containers []*corev1.Container, paths []*field.Path) []string 
 		}
 	}
 	names := map[string]*field.Path{}
-	for n, c := range containers {
+	for _, c := range containers {
 		for i, port := range c.Ports {
 			if port.Name == "" {
 				continue
 			}
-			p := paths[n].Child("ports").Index(i)
+			p := c.Path.Child("ports").Index(i)
 			if other, ok := names[port.Name]; ok {
 				out = append(out, fmt.Sprintf("%s: duplicate port name %q with %s, services and probes that select ports by name will use %s", p, port.Name, other, other))
 			} else {

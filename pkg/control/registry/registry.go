@@ -130,6 +130,10 @@ type Rules struct {
 	GenerationChanged func(obj, old runtime.Object) bool
 	// PrepareCreate clears what a client may not set on create (typically status).
 	PrepareCreate func(obj runtime.Object)
+	// PrepareCreateWarnings are the warnings PrepareCreate gives of what it is about to
+	// change in obj, sent even if the create is then refused, as kube's pod strategy warns
+	// of the AppArmor annotations it turns into fields.
+	PrepareCreateWarnings func(obj runtime.Object) []string
 	// GracefulDelete returns the grace period a deletion gives the object (requested is
 	// never negative), or false for a kind deleted without one; a graceful object is stored
 	// marked first, even with 0 (kube's CheckGracefulDelete).

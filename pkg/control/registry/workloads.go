@@ -35,6 +35,7 @@ func ValidatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPol
 	errs := validateTemplateMetadata(t, path)
 	spec := path.Child("spec")
 	errs = append(errs, corevalidation.ValidatePodSpec(&t.Spec, "", spec, sets.New[string]())...)
+	errs = append(errs, corevalidation.ValidateProfileAnnotations(t.Annotations, &t.Spec, spec)...)
 	if len(t.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "ephemeral containers not allowed in pod template"))
 	}
@@ -49,12 +50,14 @@ func validateRestartPolicy(t *corev1.PodTemplateSpec, path *field.Path, allowed 
 	return nil
 }
 
-// validateTemplateMetadata checks a pod template's labels and annotations. Kubernetes'
-// ValidatePodTemplateSpec reports them at template.labels and template.annotations, without
-// "metadata", and so do we.
+// validateTemplateMetadata checks a pod template's labels and annotations, those a pod
+// gives meaning to included. Kubernetes' ValidatePodTemplateSpec reports them at
+// template.labels and template.annotations, without "metadata", and so do we.
 func validateTemplateMetadata(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+	annotations := path.Child("annotations")
 	errs := metav1validation.ValidateLabels(t.Labels, path.Child("labels"))
-	return append(errs, validation.ValidateAnnotations(t.Annotations, path.Child("annotations"))...)
+	errs = append(errs, validation.ValidateAnnotations(t.Annotations, annotations)...)
+	return append(errs, corevalidation.ValidatePodSpecificAnnotations(t.Annotations, &t.Spec, annotations, false)...)
 }
 
 // ValidateReplicatedTemplate checks the template of a kind that keeps pods running

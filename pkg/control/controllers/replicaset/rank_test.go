@@ -32,7 +32,9 @@ func readyAgo(d time.Duration) func(*corev1.Pod) {
 }
 
 func withRestarts(n int32) func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}} }
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}}
+	}
 }
 
 func withCost(cost string) func(*corev1.Pod) {

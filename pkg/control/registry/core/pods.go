@@ -8,10 +8,12 @@ package core
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/internal/deletioncost"
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,10 +65,12 @@ var PodRules = registry.Rules{
 		clampGracePeriod(pod)
 		pod.Spec.Priority = priority
 	},
+	PrepareCreateWarnings: func(obj runtime.Object) []string { return appArmorAnnotationWarnings(obj.(*corev1.Pod)) },
 	PrepareCreate: func(obj runtime.Object) {
 		pod := obj.(*corev1.Pod)
 		poddefaults.Pod(pod) // Default runs after PrepareCreate; the QoS class needs requests defaulted
 		mergeLabelKeys(pod)
+		copyAppArmorAnnotations(pod)
 		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.Class(pod)}
 		// As kube's pod strategy (applySchedulingGatedCondition): a gated pod says why it
 		// waits from the start, which `kubectl get pods` shows as SchedulingGated.
@@ -129,10 +133,22 @@ var PodRules = registry.Rules{
 }
 
 func validatePod(p *corev1.Pod) field.ErrorList {
-	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	return append(validatePodMetadata(p, false), validatePodSpec(p)...)
+}
+
+// validatePodMetadata checks a pod's metadata and the annotations a pod gives meaning to;
+// allowInvalidDeletionCost lets an update keep a deletion cost stored before it was checked.
+func validatePodMetadata(p *corev1.Pod, allowInvalidDeletionCost bool) field.ErrorList {
+	meta := field.NewPath("metadata")
+	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, meta)
+	return append(errs, corevalidation.ValidatePodSpecificAnnotations(p.Annotations, &p.Spec, meta.Child("annotations"), allowInvalidDeletionCost)...)
+}
+
+// validatePodSpec checks a pod's spec, with what kube checks in a pod's and not in a template's.
+func validatePodSpec(p *corev1.Pod) field.ErrorList {
 	spec := field.NewPath("spec")
 	names := sets.New[string]()
-	errs = append(errs, corevalidation.ValidatePodSpec(&p.Spec, p.Name, spec, names)...)
+	errs := corevalidation.ValidatePodSpec(&p.Spec, p.Name, spec, names)
 	errs = append(errs, corevalidation.ValidateEphemeralContainers(&p.Spec, spec.Child("ephemeralContainers"), names)...)
 	// kube refuses a padded image in a pod, not in a template (a template's " " may stand for
 	// an image a controller fills in).
@@ -164,12 +180,19 @@ var updatablePodSpecFields = []string{
 // allows to change (images, activeDeadlineSeconds, tolerations additions, gates removed, a
 // gated pod's node selection narrowed) and nodeName once set.
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
-	// A spec as stored passed when it was created: only a changed one is checked again, so
-	// a pod kept from before a stricter check still reports its status and can be deleted
-	// (kube checks neither a status update's nor a deletion's spec).
-	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	if !equality.Semantic.DeepEqual(&p.Spec, &old.Spec) {
-		errs = validatePod(p)
+	// A spec and annotations as stored passed when they were written: only changed ones
+	// are checked again, so a pod kept from before a stricter check still reports its
+	// status and can be deleted (kube checks neither a status update's nor a deletion's).
+	meta := field.NewPath("metadata")
+	specChanged := !equality.Semantic.DeepEqual(&p.Spec, &old.Spec)
+	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, meta)
+	if specChanged || !maps.Equal(p.Annotations, old.Annotations) {
+		_, oldCostErr := deletioncost.Of(old.Annotations)
+		errs = validatePodMetadata(p, oldCostErr != nil)
+		if specChanged {
+			errs = append(errs, validatePodSpec(p)...)
+		}
+		errs = append(errs, corevalidation.ValidatePodSpecificAnnotationUpdates(p.Annotations, old.Annotations, &p.Spec, meta.Child("annotations"), oldCostErr != nil)...)
 	}
 	if old.Spec.NodeName != "" && p.Spec.NodeName != old.Spec.NodeName {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "nodeName"), "may not be changed once set"))

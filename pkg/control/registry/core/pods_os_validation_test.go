@@ -88,6 +88,13 @@ func TestPodRuntimeFieldsValidation(t *testing.T) {
 		}, []string{
 			"spec.securityContext.seccompProfile.type: Forbidden: seccomp type in annotation and field must match",
 			"spec.containers[0].securityContext.seccompProfile.localhostProfile: Forbidden: seccomp profile in annotation and field must match",
+			// Not the AppArmor annotation: the create turns it into the container's field first.
+		}},
+		{"AppArmor annotation against the container's field", map[string]string{
+			corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + "c": "runtime/default",
+		}, func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}
+		}, []string{
 			"spec.containers[0].securityContext.appArmorProfile.type: Forbidden: apparmor type in annotation and field must match",
 		}},
 		{"padded images", nil, func(s *corev1.PodSpec) {

@@ -12,24 +12,24 @@ import (
 // beside the pod's own fields: the user namespace's limits, the OS's fields, the seccomp
 // and AppArmor annotations against the fields (pkg/apis/core/validation/validation.go).
 
-// pathedContainer is a container of a pod spec and its field path.
-type pathedContainer struct {
-	c    *corev1.Container
-	path *field.Path
+// PathedContainer is a container of a pod spec (pointing into it) and its field path.
+type PathedContainer struct {
+	*corev1.Container
+	Path *field.Path
 }
 
-// containersOf is kube's VisitContainersWithPath: init, regular then ephemeral containers.
-func containersOf(spec *corev1.PodSpec, path *field.Path) []pathedContainer {
-	var all []pathedContainer
+// Containers is kube's VisitContainersWithPath: init, regular then ephemeral containers.
+func Containers(spec *corev1.PodSpec, path *field.Path) []PathedContainer {
+	var all []PathedContainer
 	for i := range spec.InitContainers {
-		all = append(all, pathedContainer{&spec.InitContainers[i], path.Child("initContainers").Index(i)})
+		all = append(all, PathedContainer{&spec.InitContainers[i], path.Child("initContainers").Index(i)})
 	}
 	for i := range spec.Containers {
-		all = append(all, pathedContainer{&spec.Containers[i], path.Child("containers").Index(i)})
+		all = append(all, PathedContainer{&spec.Containers[i], path.Child("containers").Index(i)})
 	}
 	for i := range spec.EphemeralContainers {
-		c := corev1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
-		all = append(all, pathedContainer{&c, path.Child("ephemeralContainers").Index(i)})
+		c := (*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon)
+		all = append(all, PathedContainer{c, path.Child("ephemeralContainers").Index(i)})
 	}
 	return all
 }
@@ -52,9 +52,9 @@ func validateHostUsers(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	if spec.HostIPC {
 		errs = append(errs, field.Forbidden(path.Child("HostIPC"), msg))
 	}
-	for _, pc := range containersOf(spec, path) {
-		if len(pc.c.VolumeDevices) > 0 {
-			errs = append(errs, field.Forbidden(pc.path.Child("volumeDevices"), msg))
+	for _, pc := range Containers(spec, path) {
+		if len(pc.VolumeDevices) > 0 {
+			errs = append(errs, field.Forbidden(pc.Path.Child("volumeDevices"), msg))
 		}
 	}
 	return errs
@@ -81,9 +81,9 @@ func validateLinuxFields(spec *corev1.PodSpec, path *field.Path) field.ErrorList
 	if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil {
 		errs = append(errs, field.Forbidden(path.Child("securityContext", "windowsOptions"), msg))
 	}
-	for _, pc := range containersOf(spec, path) {
-		if sc := pc.c.SecurityContext; sc != nil && sc.WindowsOptions != nil {
-			errs = append(errs, field.Forbidden(pc.path.Child("securityContext", "windowsOptions"), msg))
+	for _, pc := range Containers(spec, path) {
+		if sc := pc.SecurityContext; sc != nil && sc.WindowsOptions != nil {
+			errs = append(errs, field.Forbidden(pc.Path.Child("securityContext", "windowsOptions"), msg))
 		}
 	}
 	return errs
@@ -131,12 +131,12 @@ func validateWindowsFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 		{scPath.Child("supplementalGroupsPolicy"), sc.SupplementalGroupsPolicy != nil},
 		{scPath.Child("seLinuxChangePolicy"), sc.SELinuxChangePolicy != nil},
 	})...)
-	for _, pc := range containersOf(spec, path) {
-		c := pc.c.SecurityContext
+	for _, pc := range Containers(spec, path) {
+		c := pc.SecurityContext
 		if c == nil {
 			continue
 		}
-		p := pc.path.Child("securityContext")
+		p := pc.Path.Child("securityContext")
 		errs = append(errs, forbiddenOnWindows([]setField{
 			{p.Child("appArmorProfile"), c.AppArmorProfile != nil},
 			{p.Child("seLinuxOptions"), c.SELinuxOptions != nil},
@@ -208,25 +208,25 @@ func ValidateProfileAnnotations(annotations map[string]string, spec *corev1.PodS
 		errs = append(errs, seccompAnnotation.mismatch(p, string(sc.SeccompProfile.Type), sc.SeccompProfile.LocalhostProfile,
 			path.Child("securityContext", "seccompProfile"))...)
 	}
-	for _, pc := range containersOf(spec, path) {
-		if s := pc.c.SecurityContext; s != nil && s.SeccompProfile != nil {
-			if p, ok := annotations[corev1.SeccompContainerAnnotationKeyPrefix+pc.c.Name]; ok {
+	for _, pc := range Containers(spec, path) {
+		if s := pc.SecurityContext; s != nil && s.SeccompProfile != nil {
+			if p, ok := annotations[corev1.SeccompContainerAnnotationKeyPrefix+pc.Name]; ok {
 				errs = append(errs, seccompAnnotation.mismatch(p, string(s.SeccompProfile.Type), s.SeccompProfile.LocalhostProfile,
-					pc.path.Child("securityContext", "seccompProfile"))...)
+					pc.Path.Child("securityContext", "seccompProfile"))...)
 			}
 		}
 	}
 	if spec.OS != nil && spec.OS.Name == corev1.Windows {
 		return errs
 	}
-	for _, pc := range containersOf(spec, path) {
+	for _, pc := range Containers(spec, path) {
 		profile := sc.AppArmorProfile
-		if s := pc.c.SecurityContext; s != nil && s.AppArmorProfile != nil {
+		if s := pc.SecurityContext; s != nil && s.AppArmorProfile != nil {
 			profile = s.AppArmorProfile
 		}
-		if p, ok := annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+pc.c.Name]; ok && profile != nil {
+		if p, ok := annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+pc.Name]; ok && profile != nil {
 			errs = append(errs, appArmorAnnotation.mismatch(p, string(profile.Type), profile.LocalhostProfile,
-				pc.path.Child("securityContext", "appArmorProfile"))...)
+				pc.Path.Child("securityContext", "appArmorProfile"))...)
 		}
 	}
 	return errs

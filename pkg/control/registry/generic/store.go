@@ -141,6 +141,11 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 	if res.Rules.Generation || res.Rules.GenerationChanged != nil {
 		m.SetGeneration(1)
 	}
+	if res.Rules.PrepareCreateWarnings != nil {
+		for _, msg := range res.Rules.PrepareCreateWarnings(obj) {
+			warning.AddWarning(ctx, "", msg)
+		}
+	}
 	if res.Rules.PrepareCreate != nil {
 		res.Rules.PrepareCreate(obj)
 	}
