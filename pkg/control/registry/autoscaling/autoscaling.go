@@ -425,17 +425,17 @@ func validateScalingRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field
 	return errs
 }
 
-// hpaTargets is the TARGETS column: each metric as "name: current/target", two at most,
-// as kubectl shows them.
+// hpaTargets is the TARGETS column, two metrics at most, as kube's printer
+// (formatHPAMetrics) writes it.
 func hpaTargets(specs []autoscalingv2.MetricSpec, statuses []autoscalingv2.MetricStatus) string {
 	if len(specs) == 0 {
 		return "<none>"
 	}
 	var list []string
 	for i, spec := range specs {
-		var st *autoscalingv2.MetricStatus
+		var st autoscalingv2.MetricStatus
 		if i < len(statuses) {
-			st = &statuses[i]
+			st = statuses[i]
 		}
 		list = append(list, metricTarget(spec, st))
 	}
@@ -445,57 +445,76 @@ func hpaTargets(specs []autoscalingv2.MetricSpec, statuses []autoscalingv2.Metri
 	return strings.Join(list, ", ")
 }
 
-func metricTarget(spec autoscalingv2.MetricSpec, st *autoscalingv2.MetricStatus) string {
-	current := "<unknown>"
-	var name string
-	var target autoscalingv2.MetricTarget
-	var cur *autoscalingv2.MetricValueStatus
-	switch {
-	case spec.Resource != nil:
-		name, target = string(spec.Resource.Name), spec.Resource.Target
-		if st != nil && st.Resource != nil {
-			cur = &st.Resource.Current
-		}
-	case spec.ContainerResource != nil:
-		name, target = string(spec.ContainerResource.Name)+"/"+spec.ContainerResource.Container, spec.ContainerResource.Target
-		if st != nil && st.ContainerResource != nil {
-			cur = &st.ContainerResource.Current
-		}
-	case spec.Pods != nil:
-		name, target = spec.Pods.Metric.Name, spec.Pods.Target
-		if st != nil && st.Pods != nil {
-			cur = &st.Pods.Current
-		}
-	case spec.Object != nil:
-		name, target = spec.Object.Metric.Name, spec.Object.Target
-		if st != nil && st.Object != nil {
-			cur = &st.Object.Current
-		}
-	case spec.External != nil:
-		name, target = spec.External.Metric.Name, spec.External.Target
-		if st != nil && st.External != nil {
+// metricTarget is one metric of the TARGETS column, "current/target": a resource's after
+// its name, an object's or external metric's average followed by "(avg)", and
+// "<unknown>" for the current value until the status has one.
+func metricTarget(spec autoscalingv2.MetricSpec, st autoscalingv2.MetricStatus) string {
+	const unknown = "<unknown>"
+	switch spec.Type {
+	case autoscalingv2.ExternalMetricSourceType:
+		var cur *autoscalingv2.MetricValueStatus
+		if st.External != nil {
 			cur = &st.External.Current
 		}
-	default:
-		return "<unknown type>"
-	}
-	want := "<auto>"
-	switch {
-	case target.AverageUtilization != nil:
-		want = fmt.Sprintf("%d%%", *target.AverageUtilization)
-		if cur != nil && cur.AverageUtilization != nil {
-			current = fmt.Sprintf("%d%%", *cur.AverageUtilization)
+		return valueOrAverage(spec.External.Target, cur)
+	case autoscalingv2.ObjectMetricSourceType:
+		var cur *autoscalingv2.MetricValueStatus
+		if st.Object != nil {
+			cur = &st.Object.Current
 		}
-	case target.AverageValue != nil:
-		want = target.AverageValue.String()
+		return valueOrAverage(spec.Object.Target, cur)
+	case autoscalingv2.PodsMetricSourceType:
+		current := unknown
+		if st.Pods != nil {
+			current = st.Pods.Current.AverageValue.String()
+		}
+		return current + "/" + spec.Pods.Target.AverageValue.String()
+	case autoscalingv2.ResourceMetricSourceType:
+		var cur *autoscalingv2.MetricValueStatus
+		if st.Resource != nil {
+			cur = &st.Resource.Current
+		}
+		return string(spec.Resource.Name) + ": " + averageOrUtilization(spec.Resource.Target, cur)
+	case autoscalingv2.ContainerResourceMetricSourceType:
+		var cur *autoscalingv2.MetricValueStatus
+		if st.ContainerResource != nil {
+			cur = &st.ContainerResource.Current
+		}
+		return string(spec.ContainerResource.Name) + ": " + averageOrUtilization(spec.ContainerResource.Target, cur)
+	}
+	return "<unknown type>"
+}
+
+// valueOrAverage is an object's or external metric: its average with "(avg)", else its value.
+func valueOrAverage(target autoscalingv2.MetricTarget, cur *autoscalingv2.MetricValueStatus) string {
+	current := "<unknown>"
+	if target.AverageValue != nil {
 		if cur != nil && cur.AverageValue != nil {
 			current = cur.AverageValue.String()
 		}
-	case target.Value != nil:
-		want = target.Value.String()
-		if cur != nil && cur.Value != nil {
-			current = cur.Value.String()
-		}
+		return current + "/" + target.AverageValue.String() + " (avg)"
 	}
-	return fmt.Sprintf("%s: %s/%s", name, current, want)
+	if cur != nil {
+		current = cur.Value.String()
+	}
+	return current + "/" + target.Value.String()
+}
+
+// averageOrUtilization is a resource metric: its average value, else its utilization.
+func averageOrUtilization(target autoscalingv2.MetricTarget, cur *autoscalingv2.MetricValueStatus) string {
+	current := "<unknown>"
+	if target.AverageValue != nil {
+		if cur != nil {
+			current = cur.AverageValue.String()
+		}
+		return current + "/" + target.AverageValue.String()
+	}
+	if cur != nil && cur.AverageUtilization != nil {
+		current = fmt.Sprintf("%d%%", *cur.AverageUtilization)
+	}
+	want := "<auto>"
+	if target.AverageUtilization != nil {
+		want = fmt.Sprintf("%d%%", *target.AverageUtilization)
+	}
+	return current + "/" + want
 }
