@@ -4,6 +4,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/user"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 )
@@ -35,16 +36,24 @@ var (
 	write     = []string{"create", "update", "patch", "delete", "deletecollection"}
 )
 
-// rule builds a PolicyRule: rule(verbs).groups(...).resources(...).
+// eventsRule lets a component record Events, in both APIs.
+func eventsRule() *ruleBuilder {
+	return rule("create", "update", "patch").groups(legacyGroup, eventsGroup).resources("events")
+}
+
+// rule builds a PolicyRule: rule(verbs).groups(...).resources(...). Each list is sorted, as
+// kube's rbacv1helpers builds them, so the roles read as kube-apiserver's do.
 type ruleBuilder struct{ r rbacv1.PolicyRule }
 
 func rule(verbs ...string) *ruleBuilder {
-	return &ruleBuilder{r: rbacv1.PolicyRule{Verbs: verbs}}
+	return &ruleBuilder{r: rbacv1.PolicyRule{Verbs: sorted(verbs)}}
 }
-func (b *ruleBuilder) groups(g ...string) *ruleBuilder    { b.r.APIGroups = g; return b }
-func (b *ruleBuilder) resources(r ...string) *ruleBuilder { b.r.Resources = r; return b }
-func (b *ruleBuilder) names(n ...string) *ruleBuilder     { b.r.ResourceNames = n; return b }
-func (b *ruleBuilder) urls(u ...string) *ruleBuilder      { b.r.NonResourceURLs = u; return b }
+func (b *ruleBuilder) groups(g ...string) *ruleBuilder    { b.r.APIGroups = sorted(g); return b }
+func (b *ruleBuilder) resources(r ...string) *ruleBuilder { b.r.Resources = sorted(r); return b }
+func (b *ruleBuilder) names(n ...string) *ruleBuilder     { b.r.ResourceNames = sorted(n); return b }
+func (b *ruleBuilder) urls(u ...string) *ruleBuilder      { b.r.NonResourceURLs = sorted(u); return b }
+
+func sorted(list []string) []string { return sets.List(sets.New(list...)) }
 
 func rules(bs ...*ruleBuilder) []rbacv1.PolicyRule {
 	out := make([]rbacv1.PolicyRule, len(bs))
@@ -82,9 +91,8 @@ const (
 // miniapi runs every controller in one process as system:kube-controller-manager, so
 // each role is also bound to that user.
 func controllerRoles() []rbacv1.ClusterRole {
-	events := rule("create", "update", "patch").groups(legacyGroup, eventsGroup).resources("events")
 	c := func(name string, r ...*ruleBuilder) rbacv1.ClusterRole {
-		return clusterRole("system:controller:"+name, nil, rules(append(r, events)...))
+		return clusterRole("system:controller:"+name, nil, rules(append(r, eventsRule())...))
 	}
 	return []rbacv1.ClusterRole{
 		c("attachdetach-controller", rule(read...).groups(legacyGroup).resources("persistentvolumes", "persistentvolumeclaims", "nodes", "pods")),
@@ -267,6 +275,32 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule(read...).groups(networking).resources("ingresses", "ingresses/status", "networkpolicies"),
 			rule(read...).groups(resourceGroup).resources("resourceclaims", "resourceclaims/status", "resourceclaimtemplates"))),
 
+		// For add-ons and servers that delegate to this one, which their manifests bind
+		// (metrics-server and extension API servers bind system:auth-delegator).
+		clusterRole("system:auth-delegator", nil, rules(
+			rule("create").groups(authnGroup).resources("tokenreviews"),
+			rule("create").groups(authzGroup).resources("subjectaccessreviews"))),
+		clusterRole("system:kube-aggregator", nil, rules(rule(read...).groups(legacyGroup).resources("services", "endpoints"))),
+		clusterRole("system:kube-dns", nil, rules(rule("list", "watch").groups(legacyGroup).resources("endpoints", "services"))),
+		clusterRole("system:heapster", nil, rules(
+			rule(read...).groups(legacyGroup).resources("events", "pods", "nodes", "namespaces"),
+			rule(read...).groups("extensions").resources("deployments"))),
+		clusterRole("system:node-problem-detector", nil, rules(
+			rule("get").groups(legacyGroup).resources("nodes"),
+			rule("patch").groups(legacyGroup).resources("nodes/status"),
+			eventsRule())),
+		clusterRole("system:persistent-volume-provisioner", nil, rules(
+			rule("get", "list", "watch", "create", "delete").groups(legacyGroup).resources("persistentvolumes"),
+			rule("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumeclaims"),
+			rule(read...).groups(storageGroup).resources("storageclasses"),
+			rule("watch").groups(legacyGroup).resources("events"),
+			eventsRule())),
+		clusterRole("system:volume-scheduler", nil, rules(
+			rule("get", "list", "watch", "update", "patch").groups(legacyGroup).resources("persistentvolumes"),
+			rule(read...).groups(storageGroup).resources("storageclasses"),
+			rule("get", "list", "watch", "update", "patch").groups(legacyGroup).resources("persistentvolumeclaims"))),
+		approverRole("legacy-unknown-approver", "kubernetes.io/legacy-unknown"), // certificates/v1beta1's LegacyUnknownSignerName
+
 		// Our components.
 		clusterRole("system:node-proxier", nil, rules(
 			rule("list", "watch").groups(legacyGroup).resources("services", "endpoints"),
@@ -400,6 +434,10 @@ func BootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		b("system:metrics-server", "system:metrics-server", u(MetricsServerUser)),
 		b("system:kube-controller-manager", "system:kube-controller-manager", u(ControllerManagerUser)),
 		b("system:kube-apiserver-kubelet-client", "system:kubelet-api-admin", u(KubeletClientUser)),
+		b("system:kube-dns", "system:kube-dns", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "kube-dns", Namespace: "kube-system"}),
+		b("system:volume-scheduler", "system:volume-scheduler", u(SchedulerUser)),
+		// Bound to no one: the Node authorizer grants it (kube keeps the binding, emptied).
+		b("system:node", "system:node"),
 	}
 	// Node bootstrap, as kubeadm binds it (kubeadm:kubelet-bootstrap,
 	// kubeadm:node-autoapprove-bootstrap, kubeadm:node-autoapprove-certificate-rotation),

@@ -221,3 +221,39 @@ func TestRulesFor(t *testing.T) {
 		}
 	}
 }
+
+// TestBootstrapRolesForAddOns: the roles kube-apiserver's bootstrap policy keeps for
+// add-ons and delegating servers exist and do what their manifests bind them for: an
+// extension server's service account bound to system:auth-delegator reviews tokens and
+// access, kube-dns's reads Services, the scheduler binds volumes.
+func TestBootstrapRolesForAddOns(t *testing.T) {
+	metrics := &user.DefaultInfo{Name: "system:serviceaccount:kube-system:metrics-server", Groups: []string{"system:serviceaccounts", user.AllAuthenticated}}
+	dns := &user.DefaultInfo{Name: "system:serviceaccount:kube-system:kube-dns", Groups: []string{"system:serviceaccounts", user.AllAuthenticated}}
+	sched := &user.DefaultInfo{Name: SchedulerUser, Groups: []string{user.AllAuthenticated}}
+	delegator := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "metrics-server:system:auth-delegator"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: "metrics-server"}}}
+	authz := rbacFrom(t, delegator)
+	for _, tc := range []decision{
+		{"delegator reviews tokens", res(metrics, "create", "authentication.k8s.io", "tokenreviews", "", "", ""), true},
+		{"delegator reviews access", res(metrics, "create", "authorization.k8s.io", "subjectaccessreviews", "", "", ""), true},
+		{"delegator reads no secrets", res(metrics, "list", "", "secrets", "", "", ""), false},
+		{"kube-dns watches services", res(dns, "watch", "", "services", "", "", ""), true},
+		{"kube-dns lists endpoints", res(dns, "list", "", "endpoints", "", "", ""), true},
+		{"kube-dns writes nothing", res(dns, "update", "", "services", "", "default", "web"), false},
+		{"the scheduler binds a claim", res(sched, "update", "", "persistentvolumeclaims", "", "default", "data"), true},
+	} {
+		tc.check(t, authz)
+	}
+	names := map[string]bool{}
+	for _, r := range BootstrapClusterRoles() {
+		names[r.Name] = true
+	}
+	for _, want := range []string{"system:auth-delegator", "system:heapster", "system:kube-aggregator", "system:kube-dns",
+		"system:node-problem-detector", "system:persistent-volume-provisioner", "system:volume-scheduler",
+		"system:certificates.k8s.io:legacy-unknown-approver"} {
+		if !names[want] {
+			t.Errorf("no ClusterRole %s", want)
+		}
+	}
+}
