@@ -7,7 +7,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -120,21 +119,6 @@ var deprecatedPodAnnotations = []struct{ key, message string }{
 	{`scheduler.alpha.kubernetes.io/critical-pod`, `non-functional in v1.16+; use the "priorityClassName" field instead`},
 	{`security.alpha.kubernetes.io/sysctls`, `non-functional in v1.11+; use the "sysctls" field instead`},
 	{`security.alpha.kubernetes.io/unsafe-sysctls`, `non-functional in v1.11+; use the "sysctls" field instead`},
-}
-
-// AppArmorProfileOfAnnotation is kube's ApparmorFieldForAnnotation: nil for a value it
-// does not know.
-func AppArmorProfileOfAnnotation(value string) *corev1.AppArmorProfile {
-	switch {
-	case value == corev1.DeprecatedAppArmorBetaProfileNameUnconfined:
-		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
-	case value == corev1.DeprecatedAppArmorBetaProfileRuntimeDefault:
-		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
-	case strings.HasPrefix(value, corev1.DeprecatedAppArmorBetaProfileNamePrefix) && value != corev1.DeprecatedAppArmorBetaProfileNamePrefix:
-		name := strings.TrimPrefix(value, corev1.DeprecatedAppArmorBetaProfileNamePrefix)
-		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
-	}
-	return nil
 }
 
 // podSpecAndMetaWarnings is kube's warningsForPodSpecAndMeta; path is nil for a pod.
@@ -250,7 +234,7 @@ func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1
 		// a pod's are warned of as its create turns them into fields (pods_apparmor.go); a template's here
 		if path != nil && (c.SecurityContext == nil || c.SecurityContext.AppArmorProfile == nil) {
 			key := corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + c.Name
-			if value, ok := meta.Annotations[key]; ok && (podAppArmor == nil || !apiequality.Semantic.DeepEqual(podAppArmor, AppArmorProfileOfAnnotation(value))) {
+			if value, ok := meta.Annotations[key]; ok && corevalidation.AppArmorAnnotationDeprecated(value, podAppArmor) {
 				warn(annotations.Key(key), `deprecated since v1.30; use the "appArmorProfile" field instead`)
 			}
 		}

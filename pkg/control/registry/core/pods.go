@@ -133,15 +133,10 @@ var PodRules = registry.Rules{
 }
 
 func validatePod(p *corev1.Pod) field.ErrorList {
-	return append(validatePodMetadata(p, false), validatePodSpec(p)...)
-}
-
-// validatePodMetadata checks a pod's metadata and the annotations a pod gives meaning to;
-// allowInvalidDeletionCost lets an update keep a deletion cost stored before it was checked.
-func validatePodMetadata(p *corev1.Pod, allowInvalidDeletionCost bool) field.ErrorList {
 	meta := field.NewPath("metadata")
 	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, meta)
-	return append(errs, corevalidation.ValidatePodSpecificAnnotations(p.Annotations, &p.Spec, meta.Child("annotations"), allowInvalidDeletionCost)...)
+	errs = append(errs, corevalidation.ValidatePodSpecificAnnotations(p.Annotations, &p.Spec, meta.Child("annotations"), false)...)
+	return append(errs, validatePodSpec(p)...)
 }
 
 // validatePodSpec checks a pod's spec, with what kube checks in a pod's and not in a template's.
@@ -188,7 +183,7 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, meta)
 	if specChanged || !maps.Equal(p.Annotations, old.Annotations) {
 		_, oldCostErr := deletioncost.Of(old.Annotations)
-		errs = validatePodMetadata(p, oldCostErr != nil)
+		errs = append(errs, corevalidation.ValidatePodSpecificAnnotations(p.Annotations, &p.Spec, meta.Child("annotations"), oldCostErr != nil)...)
 		if specChanged {
 			errs = append(errs, validatePodSpec(p)...)
 		}

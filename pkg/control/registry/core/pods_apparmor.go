@@ -3,10 +3,8 @@ package core
 import (
 	"fmt"
 
-	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -17,7 +15,7 @@ type appArmorAnnotation struct {
 	container *corev1.Container
 	key       string
 	profile   *corev1.AppArmorProfile // nil when the annotation names no valid profile
-	copied    bool                    // profile is set: it differs from the pod's
+	warned    bool                    // profile is nil or differs from the pod's
 }
 
 // appArmorAnnotations are those of a pod that is not Windows whose containers have no
@@ -37,11 +35,8 @@ func appArmorAnnotations(pod *corev1.Pod) []appArmorAnnotation {
 		if !ok || (c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil) {
 			continue
 		}
-		profile := registry.AppArmorProfileOfAnnotation(value)
-		if len(corevalidation.ValidateAppArmorProfile(profile, field.NewPath(""))) > 0 {
-			profile = nil
-		}
-		out = append(out, appArmorAnnotation{c.Container, key, profile, profile != nil && !equality.Semantic.DeepEqual(profile, podProfile)})
+		out = append(out, appArmorAnnotation{c.Container, key, corevalidation.AppArmorProfileOfAnnotation(value),
+			corevalidation.AppArmorAnnotationDeprecated(value, podProfile)})
 	}
 	return out
 }
@@ -51,7 +46,7 @@ func appArmorAnnotations(pod *corev1.Pod) []appArmorAnnotation {
 func appArmorAnnotationWarnings(pod *corev1.Pod) []string {
 	var out []string
 	for _, a := range appArmorAnnotations(pod) {
-		if a.profile == nil || a.copied {
+		if a.warned {
 			out = append(out, fmt.Sprintf(`%s: deprecated since v1.30; use the "appArmorProfile" field instead`, field.NewPath("metadata", "annotations").Key(a.key)))
 		}
 	}
@@ -61,7 +56,7 @@ func appArmorAnnotationWarnings(pod *corev1.Pod) []string {
 // copyAppArmorAnnotations sets the fields appArmorAnnotations copies.
 func copyAppArmorAnnotations(pod *corev1.Pod) {
 	for _, a := range appArmorAnnotations(pod) {
-		if a.copied {
+		if a.profile != nil && a.warned {
 			if a.container.SecurityContext == nil {
 				a.container.SecurityContext = &corev1.SecurityContext{}
 			}

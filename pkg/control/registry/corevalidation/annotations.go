@@ -9,6 +9,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/deletioncost"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -45,12 +46,16 @@ func ValidatePodSpecificAnnotations(annotations map[string]string, spec *corev1.
 			errs = append(errs, validateSeccompAnnotation(annotations[k], path.Child(k))...)
 		}
 	}
+	var containers []PathedContainer // built at the first AppArmor annotation
 	for _, k := range keys {
 		name, ok := strings.CutPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix)
 		if !ok {
 			continue
 		}
-		if !slices.ContainsFunc(Containers(spec, path), func(c PathedContainer) bool { return c.Name == name }) {
+		if containers == nil {
+			containers = Containers(spec, path)
+		}
+		if !slices.ContainsFunc(containers, func(c PathedContainer) bool { return c.Name == name }) {
 			errs = append(errs, field.Invalid(path.Key(k), name, "container not found"))
 		}
 		if p := annotations[k]; !validAppArmorAnnotation(p) {
@@ -101,6 +106,32 @@ func validateSeccompAnnotation(p string, path *field.Path) field.ErrorList {
 		return localDescendingPath(strings.TrimPrefix(p, corev1.SeccompLocalhostProfileNamePrefix), path)
 	}
 	return field.ErrorList{field.Invalid(path, p, "must be a valid seccomp profile")}
+}
+
+// AppArmorProfileOfAnnotation is kube's ApparmorFieldForAnnotation, validated as a field
+// is: nil for a value that names no valid profile.
+func AppArmorProfileOfAnnotation(value string) *corev1.AppArmorProfile {
+	var p *corev1.AppArmorProfile
+	switch {
+	case value == corev1.DeprecatedAppArmorBetaProfileNameUnconfined:
+		p = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	case value == corev1.DeprecatedAppArmorBetaProfileRuntimeDefault:
+		p = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+	case strings.HasPrefix(value, corev1.DeprecatedAppArmorBetaProfileNamePrefix):
+		name := strings.TrimPrefix(value, corev1.DeprecatedAppArmorBetaProfileNamePrefix)
+		p = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
+	}
+	if len(validateAppArmorProfile(p, nil)) != 0 {
+		return nil
+	}
+	return p
+}
+
+// AppArmorAnnotationDeprecated is kube's warning rule for a container's AppArmor
+// annotation without a field of its own: warned of unless the pod's profile already says it.
+func AppArmorAnnotationDeprecated(value string, podProfile *corev1.AppArmorProfile) bool {
+	p := AppArmorProfileOfAnnotation(value)
+	return p == nil || !equality.Semantic.DeepEqual(p, podProfile)
 }
 
 // validAppArmorAnnotation is kube's ValidateAppArmorProfileFormat.

@@ -790,7 +790,7 @@ func validateSecurityContext(sc *corev1.SecurityContext, hostUsers bool, path *f
 			errs = append(errs, field.Invalid(path, sc, "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN"))
 		}
 	}
-	return append(errs, ValidateAppArmorProfile(sc.AppArmorProfile, path.Child("appArmorProfile"))...)
+	return append(errs, validateAppArmorProfile(sc.AppArmorProfile, path.Child("appArmorProfile"))...)
 }
 
 // validateSeccompProfile is kube's validateSeccompProfileField.
@@ -818,8 +818,8 @@ func validateSeccompProfile(sp *corev1.SeccompProfile, path *field.Path) field.E
 	return errs
 }
 
-// ValidateAppArmorProfile is kube's ValidateAppArmorProfileField.
-func ValidateAppArmorProfile(ap *corev1.AppArmorProfile, path *field.Path) field.ErrorList {
+// validateAppArmorProfile is kube's ValidateAppArmorProfileField.
+func validateAppArmorProfile(ap *corev1.AppArmorProfile, path *field.Path) field.ErrorList {
 	if ap == nil {
 		return nil
 	}

@@ -517,5 +517,5 @@ func validatePodSecurityContext(spec *corev1.PodSpec, path *field.Path) field.Er
 		errs = append(errs, field.NotSupported(path.Child("fsGroupChangePolicy"), *p, fsGroupChangePolicies))
 	}
 	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, path.Child("seccompProfile"))...)
-	return append(errs, ValidateAppArmorProfile(sc.AppArmorProfile, path.Child("appArmorProfile"))...)
+	return append(errs, validateAppArmorProfile(sc.AppArmorProfile, path.Child("appArmorProfile"))...)
 }
