@@ -54,6 +54,7 @@ func serviceOwner(svc *corev1.Service) *corev1.ObjectReference {
 type serviceClaim struct {
 	ranges  allocator.Ranges
 	svc     *corev1.Service
+	old     *corev1.Service // nil on create
 	owner   *corev1.ObjectReference
 	held    serviceHolds
 	claimed serviceHolds
@@ -65,7 +66,11 @@ func claimService(ctx context.Context, ranges allocator.Ranges, obj, old runtime
 	if old != nil {
 		prev = old.(*corev1.Service)
 	}
-	c := &serviceClaim{ranges: ranges, svc: svc, owner: serviceOwner(svc), held: holdsOf(prev), claimed: holdsOf(nil)}
+	if prev == nil && svc.Spec.ClusterIP != "" && len(svc.Spec.ClusterIPs) == 0 {
+		// A client that only knows clusterIP (the singular field) asks for clusterIPs too.
+		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+	}
+	c := &serviceClaim{ranges: ranges, svc: svc, old: prev, owner: serviceOwner(svc), held: holdsOf(prev), claimed: holdsOf(nil)}
 	undo := func() error { return c.release(context.WithoutCancel(ctx)) }
 	if err := c.claim(ctx); err != nil {
 		if uerr := undo(); uerr != nil {
@@ -111,42 +116,65 @@ func (c *serviceClaim) claim(ctx context.Context) error {
 		}
 	}
 	if needsNodePorts(c.svc) {
-		// Ports with the same number (say 53/TCP and 53/UDP) share one node port.
-		byPort := map[int32]int32{}
-		for _, p := range s.Ports {
-			if _, ok := byPort[p.Port]; !ok && p.NodePort != 0 {
-				byPort[p.Port] = p.NodePort
-			}
-		}
-		allocate := s.Type == corev1.ServiceTypeNodePort || s.AllocateLoadBalancerNodePorts == nil || *s.AllocateLoadBalancerNodePorts
-		for i := range s.Ports {
-			p := &s.Ports[i]
-			if p.NodePort == 0 && byPort[p.Port] != 0 {
-				p.NodePort = byPort[p.Port]
-			}
-			if p.NodePort == 0 && !allocate {
-				continue
-			}
-			n, err := c.claimPort(ctx, int(p.NodePort), spec.Child("ports").Index(i).Child("nodePort"))
-			if err != nil {
-				return err
-			}
-			p.NodePort = int32(n)
-			byPort[p.Port] = p.NodePort
+		if err := c.claimNodePorts(ctx, spec.Child("ports")); err != nil {
+			return err
 		}
 	}
 	if needsHealthCheckPort(c.svc) {
-		n, err := c.claimPort(ctx, int(s.HealthCheckNodePort), spec.Child("healthCheckNodePort"))
-		if err != nil {
-			return err
+		// kube answers a health check node port it cannot hold with a 500, in these words.
+		n, err := c.holdPort(ctx, int(s.HealthCheckNodePort))
+		switch {
+		case err != nil && s.HealthCheckNodePort != 0:
+			return apierrors.NewInternalError(fmt.Errorf("failed to allocate requested HealthCheck NodePort %d: %w", s.HealthCheckNodePort, err))
+		case err != nil:
+			return apierrors.NewInternalError(fmt.Errorf("failed to allocate a HealthCheck NodePort 0: %w", err))
 		}
 		s.HealthCheckNodePort = int32(n)
 	}
 	return nil
 }
 
+// claimNodePorts holds each port's node port as kube's initNodePorts does: ports with
+// the same number (say 53/TCP and 53/UDP) share one, the one the first of them asking
+// for one names; any other node port asked for twice is refused the second time.
+func (c *serviceClaim) claimNodePorts(ctx context.Context, path *field.Path) error {
+	s := &c.svc.Spec
+	requested := map[int32]int32{}
+	for _, p := range s.Ports {
+		if _, ok := requested[p.Port]; !ok && p.NodePort != 0 {
+			requested[p.Port] = p.NodePort
+		}
+	}
+	allocate := s.Type == corev1.ServiceTypeNodePort || s.AllocateLoadBalancerNodePorts == nil || *s.AllocateLoadBalancerNodePorts
+	shared := map[int32]int32{} // the node port each port number holds
+	for i := range s.Ports {
+		p := &s.Ports[i]
+		if p.NodePort == 0 && !allocate {
+			continue
+		}
+		if n, ok := shared[p.Port]; ok && (p.NodePort == 0 || p.NodePort == n) {
+			p.NodePort = n
+			continue
+		}
+		if p.NodePort == 0 {
+			p.NodePort = requested[p.Port]
+		}
+		n, err := c.claimPort(ctx, int(p.NodePort), path.Index(i).Child("nodePort"))
+		if err != nil {
+			return err
+		}
+		p.NodePort = int32(n)
+		if _, ok := shared[p.Port]; !ok {
+			shared[p.Port] = p.NodePort
+		}
+	}
+	return nil
+}
+
 // initIPFamilies fills ipFamilyPolicy and ipFamilies from the cluster's range, as
-// Kubernetes does when it allocates, and refuses families the cluster does not have.
+// Kubernetes does when it allocates, after checking the fields that name IPs and families
+// against each other (the claim comes before validation, as kube's does), and refuses
+// families the cluster does not have.
 func (c *serviceClaim) initIPFamilies(spec *field.Path) field.ErrorList {
 	s := &c.svc.Spec
 	primary := c.ranges.ServiceIPs.Family()
@@ -157,15 +185,19 @@ func (c *serviceClaim) initIPFamilies(spec *field.Path) field.ErrorList {
 		}
 		s.IPFamilyPolicy = &policy
 	}
-	var errs field.ErrorList
+	if errs := validateClusterIPFields(c.svc, c.old); len(errs) > 0 {
+		return errs
+	}
+	errs := singleStackPolicyErrors(c.svc) // reported with the families below, as kube does
 	for i, ip := range s.ClusterIPs {
 		if ip == corev1.ClusterIPNone || ip == "" {
 			break
 		}
 		switch f := familyOf(ip); {
+		case i < len(s.IPFamilies): // given; checked below
 		case f != primary:
 			errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(i), s.ClusterIPs, fmt.Sprintf("%s is not configured on this cluster", f)))
-		case i >= len(s.IPFamilies):
+		default:
 			s.IPFamilies = append(s.IPFamilies, f)
 		}
 	}
@@ -214,7 +246,7 @@ func (c *serviceClaim) claimClusterIP(ctx context.Context, path *field.Path) err
 	}
 	ip, err := netip.ParseAddr(s.ClusterIPs[0])
 	if err != nil || c.held.ips[ip] {
-		return nil // validation refused a malformed IP; one held already stays held
+		return nil // initIPFamilies refused a malformed IP; one held already stays held
 	}
 	err = c.ranges.ServiceIPs.Allocate(ctx, ip, c.owner)
 	var notInRange *allocator.NotInRangeError
@@ -228,29 +260,40 @@ func (c *serviceClaim) claimClusterIP(ctx context.Context, path *field.Path) err
 	return nil
 }
 
-// claimPort holds the requested node port (0: a free one) and returns it.
-func (c *serviceClaim) claimPort(ctx context.Context, port int, path *field.Path) (int, error) {
+// holdPort holds port (0: a free one) and returns it, or the allocator's error.
+func (c *serviceClaim) holdPort(ctx context.Context, port int) (int, error) {
 	if port == 0 {
 		n, err := c.ranges.NodePorts.AllocateNext(ctx, c.owner)
 		if err != nil {
-			return 0, apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: %w", err))
+			return 0, err
 		}
 		c.claimed.ports[n] = true
 		return n, nil
 	}
-	if c.held.ports[port] || c.claimed.ports[port] {
+	if c.held.ports[port] {
 		return port, nil
 	}
-	err := c.ranges.NodePorts.Allocate(ctx, port, c.owner)
-	var notInRange *allocator.PortNotInRangeError
-	switch {
-	case errors.Is(err, allocator.ErrPortAllocated) || errors.As(err, &notInRange):
-		return 0, c.invalid(field.ErrorList{field.Invalid(path, port, err.Error())})
-	case err != nil:
-		return 0, apierrors.NewInternalError(err)
+	if err := c.ranges.NodePorts.Allocate(ctx, port, c.owner); err != nil {
+		return 0, err
 	}
 	c.claimed.ports[port] = true
 	return port, nil
+}
+
+// claimPort holds a Service port's node port (0: a free one) and returns it; one taken or
+// out of range is refused at path, in kube's words.
+func (c *serviceClaim) claimPort(ctx context.Context, port int, path *field.Path) (int, error) {
+	n, err := c.holdPort(ctx, port)
+	var notInRange *allocator.PortNotInRangeError
+	switch {
+	case err == nil:
+		return n, nil
+	case port == 0:
+		return 0, apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: %w", err))
+	case errors.Is(err, allocator.ErrPortAllocated) || errors.As(err, &notInRange):
+		return 0, c.invalid(field.ErrorList{field.Invalid(path, port, err.Error())})
+	}
+	return 0, apierrors.NewInternalError(err)
 }
 
 // release gives back what this claim took.

@@ -32,10 +32,6 @@ var ServiceRules = registry.Rules{
 	PrepareCreate: func(obj runtime.Object) {
 		svc := obj.(*corev1.Service)
 		svc.Status = corev1.ServiceStatus{}
-		// A client that only knows clusterIP (the singular field) asks for clusterIPs too.
-		if svc.Spec.ClusterIP != "" && len(svc.Spec.ClusterIPs) == 0 {
-			svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
-		}
 	},
 	PrepareUpdate: func(obj, old runtime.Object) { prepareServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service)) },
 	Default:       func(obj runtime.Object) { defaultService(obj.(*corev1.Service)) },
@@ -432,15 +428,25 @@ func validateClusterIPsRelated(svc, old *corev1.Service) field.ErrorList {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil // validateExternalName wants them all unset
 	}
-	errs := validateClusterIPFields(svc, old)
-	if p := svc.Spec.IPFamilyPolicy; len(errs) == 0 && p != nil && *p == corev1.IPFamilyPolicySingleStack {
-		policy := field.NewPath("spec", "ipFamilyPolicy")
-		if len(svc.Spec.ClusterIPs) == 2 {
-			errs = append(errs, field.Invalid(policy, *p, "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified"))
-		}
-		if len(svc.Spec.IPFamilies) == 2 {
-			errs = append(errs, field.Invalid(policy, *p, "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"))
-		}
+	if errs := validateClusterIPFields(svc, old); len(errs) > 0 {
+		return errs
+	}
+	return singleStackPolicyErrors(svc)
+}
+
+// singleStackPolicyErrors refuse a SingleStack policy beside two cluster IPs or families.
+func singleStackPolicyErrors(svc *corev1.Service) field.ErrorList {
+	p := svc.Spec.IPFamilyPolicy
+	if p == nil || *p != corev1.IPFamilyPolicySingleStack {
+		return nil
+	}
+	var errs field.ErrorList
+	policy := field.NewPath("spec", "ipFamilyPolicy")
+	if len(svc.Spec.ClusterIPs) == 2 {
+		errs = append(errs, field.Invalid(policy, *p, "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified"))
+	}
+	if len(svc.Spec.IPFamilies) == 2 {
+		errs = append(errs, field.Invalid(policy, *p, "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"))
 	}
 	return errs
 }

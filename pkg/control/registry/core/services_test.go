@@ -61,7 +61,7 @@ func TestServiceValidation(t *testing.T) {
 	registrytest.ExpectErrors(t, "unnamed ports", registrytest.CreateSteps(ServiceRules, svc), "spec.ports[0].name: FieldValueRequired", "spec.ports[1].name: FieldValueRequired")
 
 	svc = service("Web_1", corev1.ServicePort{Port: 80})
-	svc.Spec.ClusterIP = "300.1.1.1"
+	svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "300.1.1.1", []string{"300.1.1.1"}
 	// As kube-apiserver: a bad cluster IP stops validation before the name is looked at.
 	registrytest.ExpectErrors(t, "bad name and IP", registrytest.CreateSteps(ServiceRules, svc), "spec.clusterIPs[0]: FieldValueInvalid")
 
@@ -70,7 +70,7 @@ func TestServiceValidation(t *testing.T) {
 	registrytest.ExpectErrors(t, "external name", registrytest.CreateSteps(ServiceRules, svc), "spec.clusterIPs: FieldValueForbidden", "spec.externalName: FieldValueRequired")
 
 	headless := service("db")
-	headless.Spec.ClusterIP = corev1.ClusterIPNone
+	headless.Spec.ClusterIP, headless.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
 	registrytest.ExpectErrors(t, "headless without ports", registrytest.CreateSteps(ServiceRules, headless))
 	registrytest.ExpectErrors(t, "no ports", registrytest.CreateSteps(ServiceRules, service("none")), "spec.ports: FieldValueRequired")
 
@@ -139,14 +139,16 @@ func newRanges(t *testing.T, cidr string) allocator.Ranges {
 	return ranges
 }
 
-// create runs the create steps and the claim, as the API server does before storing.
+// create runs the claim and the create steps, as the API server does before storing.
 func createService(t *testing.T, ranges allocator.Ranges, svc *corev1.Service) error {
 	t.Helper()
+	if _, err := ServiceRules.Claim(context.Background(), ranges, svc, nil); err != nil {
+		return err
+	}
 	if errs := registrytest.CreateSteps(ServiceRules, svc); len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
-	_, err := ServiceRules.Claim(context.Background(), ranges, svc, nil)
-	return err
+	return nil
 }
 
 func TestServiceClaims(t *testing.T) {

@@ -50,7 +50,7 @@ func TestServiceValidationAsKubernetes(t *testing.T) {
 func TestServiceHealthCheckNodePortImmutable(t *testing.T) {
 	old := service("lb", corev1.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080})
 	old.Spec.Type, old.Spec.ExternalTrafficPolicy, old.Spec.HealthCheckNodePort = corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, 30001
-	old.Spec.ClusterIP = "10.0.0.5"
+	old.Spec.ClusterIP, old.Spec.ClusterIPs = "10.0.0.5", []string{"10.0.0.5"}
 	if errs := registrytest.CreateSteps(ServiceRules, old); len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
@@ -74,7 +74,7 @@ func TestServiceHealthCheckNodePortImmutable(t *testing.T) {
 func TestServiceLoadBalancerClass(t *testing.T) {
 	withClass := func(typ corev1.ServiceType, class string) *corev1.Service {
 		svc := service("lb", corev1.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)})
-		svc.Spec.Type, svc.Spec.LoadBalancerClass, svc.Spec.ClusterIP = typ, &class, "10.0.0.5"
+		svc.Spec.Type, svc.Spec.LoadBalancerClass, svc.Spec.ClusterIP, svc.Spec.ClusterIPs = typ, &class, "10.0.0.5", []string{"10.0.0.5"}
 		return svc
 	}
 	errs := registrytest.CreateSteps(ServiceRules, withClass(corev1.ServiceTypeClusterIP, "example.com/lb"))

@@ -2,6 +2,8 @@ package generic
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,4 +54,61 @@ func TestServiceWritesHoldExactlyWhatIsStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	held("after the delete", 0, 0)
+}
+
+// refuseNamed is a validating admission plugin that refuses objects of one name.
+type refuseNamed string
+
+func (r refuseNamed) Validate(_ context.Context, a *Attributes) error {
+	if a.Name == string(r) {
+		return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, errors.New("refused by the test"))
+	}
+	return nil
+}
+
+// As kube's BeginCreate, a Service claims its IPs and ports before it is validated or
+// admitted: a taken value is the answer even when something else is wrong too, and what a
+// refused create had claimed is given back.
+func TestServiceCreateClaimsBeforeValidation(t *testing.T) {
+	ctx := context.Background()
+	s, st := newTestStore(t, Admission{Validating: []ValidatingAdmission{refuseNamed("refused")}})
+	res, _ := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
+	svc := func(name, clusterIP string, nodePort int32, selector string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: clusterIP, Selector: map[string]string{"app": selector},
+				Ports: []corev1.ServicePort{{Port: 80, NodePort: nodePort}}}}
+	}
+	if _, err := s.Create(ctx, res, svc("web", "10.96.0.50", 30050, "web"), CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		svc  *corev1.Service
+		want string
+	}{
+		{svc("ip", "10.96.0.50", 0, "bad value"), "spec.clusterIPs: Invalid value: [\"10.96.0.50\"]: failed to allocate IP 10.96.0.50: provided IP is already allocated"},
+		{svc("port", "", 30050, "bad value"), "spec.ports[0].nodePort: Invalid value: 30050: provided port is already allocated"},
+		{svc("range", "", 80, "bad value"), "spec.ports[0].nodePort: Invalid value: 80: provided port is not in the valid range"},
+		{svc("bad", "10.96.0.51", 30051, "bad value"), "spec.selector: Invalid value: \"bad value\""},
+		{svc("refused", "10.96.0.51", 30051, "web"), "refused by the test"},
+	} {
+		_, err := s.Create(ctx, res, tc.svc, CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.svc.Name, err, tc.want)
+		}
+	}
+	// What the refused creates claimed is free again.
+	ips, _, err := st.List(ctx, "/registry/networking.k8s.io/ipaddresses/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, _, err := st.List(ctx, "/registry/ranges/servicenodeports/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ips) != 1 || len(ports) != 1 {
+		t.Errorf("%d IPs and %d node ports held after refused creates, want 1 and 1", len(ips), len(ports))
+	}
+	if _, err := s.Create(ctx, res, svc("again", "10.96.0.51", 30051, "web"), CreateOptions{}); err != nil {
+		t.Errorf("the values refused creates had claimed: %v", err)
+	}
 }

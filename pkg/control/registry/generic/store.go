@@ -110,8 +110,8 @@ func (s *Store) Get(ctx context.Context, res *registry.Resource, ns, name string
 }
 
 // Create stores a new object after the Kubernetes create steps: defaulting and managed
-// fields of the request, mutating admission, generateName, system metadata, status reset, defaulting, validation, validating
-// admission, and the claims of cluster-wide values.
+// fields of the request, mutating admission, generateName, system metadata, the claims of
+// cluster-wide values, status reset, defaulting, validation and validating admission.
 func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.Object, opts CreateOptions) (runtime.Object, error) {
 	// Kubernetes defaults a request as it decodes it and records its fields as the
 	// requester's before admission: what admission adds (a pod's service account volume,
@@ -141,6 +141,19 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 	if res.Rules.Generation || res.Rules.GenerationChanged != nil {
 		m.SetGeneration(1)
 	}
+	// As kube's BeginCreate, what the object takes from the cluster-wide ranges (a
+	// Service's IPs and node ports) is claimed before it is validated or admitted, and
+	// given back unless it is stored.
+	undo, err := s.claim(ctx, res, obj, nil, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	stored := false
+	defer func() {
+		if !stored {
+			undo()
+		}
+	}()
 	if res.Rules.PrepareCreateWarnings != nil {
 		for _, msg := range res.Rules.PrepareCreateWarnings(obj) {
 			warning.AddWarning(ctx, "", msg)
@@ -160,13 +173,8 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 	if err := s.admission.validate(ctx, attrs); err != nil {
 		return nil, err
 	}
-	undo, err := s.claim(ctx, res, obj, nil, opts.DryRun)
-	if err != nil {
-		return nil, err
-	}
 	data, err := encode(res, obj)
 	if err != nil {
-		undo()
 		return nil, err
 	}
 	key := Key(res, m.GetNamespace(), m.GetName())
@@ -180,15 +188,13 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 		return writeResponse(res, obj, data, 0)
 	}
 	rev, err := s.store.Create(ctx, key, data)
-	if err != nil {
-		undo()
-	}
 	if errors.Is(err, store.ErrExists) {
 		return nil, apierrors.NewAlreadyExists(res.GroupResource(), m.GetName())
 	}
 	if err != nil {
 		return nil, err
 	}
+	stored = true
 	SetResourceVersion(obj, rev)
 	s.wrote(ctx, res, data, rev, obj)
 	return writeResponse(res, obj, data, rev)
