@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"fmt"
 	"mime"
 	"net/http"
@@ -164,45 +163,14 @@ func (rep representation) streamable(protobuf bool) error {
 	return notAcceptable(msg)
 }
 
-// yamlWriter answers in YAML a request whose Accept asks for it: it holds the JSON response
-// (an object, a list, a Table, an error's Status) and, at finish, writes what
-// kube-apiserver's YAML serializer makes of that JSON (sigs.k8s.io/yaml's JSONToYAML, which
-// the serializer runs on the object's JSON), with the status code the handler set.
-type yamlWriter struct {
-	http.ResponseWriter
-	code int
-	body bytes.Buffer
-}
-
-// answerYAML is w for a request whose answer goes as YAML, with the function that writes it.
-func answerYAML(w http.ResponseWriter) (*yamlWriter, func()) {
-	y := &yamlWriter{ResponseWriter: w}
-	return y, y.finish
-}
-
-func (y *yamlWriter) WriteHeader(code int) {
-	if y.code == 0 {
-		y.code = code
+// asYAML is what kube-apiserver's YAML serializer makes of a JSON answer (an object, a
+// list, a Table, an error's Status): sigs.k8s.io/yaml's JSONToYAML, which the serializer
+// runs on the object's JSON.
+func asYAML(body []byte, header http.Header) []byte {
+	out, err := yaml.JSONToYAML(body)
+	if err != nil {
+		return body
 	}
-}
-
-func (y *yamlWriter) Write(p []byte) (int, error) {
-	y.WriteHeader(http.StatusOK)
-	return y.body.Write(p)
-}
-
-func (y *yamlWriter) finish() {
-	if y.code == 0 {
-		return // nothing written
-	}
-	body, header := y.body.Bytes(), y.ResponseWriter.Header()
-	if mt, _, _ := mime.ParseMediaType(header.Get("Content-Type")); mt == runtime.ContentTypeJSON {
-		if out, err := yaml.JSONToYAML(body); err == nil {
-			body = out
-			header.Set("Content-Type", runtime.ContentTypeYAML)
-			header.Del("Content-Length")
-		}
-	}
-	y.ResponseWriter.WriteHeader(y.code)
-	_, _ = y.ResponseWriter.Write(body) // the client going away mid-body is not ours to report
+	header.Set("Content-Type", runtime.ContentTypeYAML)
+	return out
 }

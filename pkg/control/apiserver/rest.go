@@ -36,7 +36,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 	}
 	// An answer asked for in YAML, errors too, as kube-apiserver negotiates its errors' too.
 	if rep, err := negotiate(r, s.protobufAnswers(res, info.Verb)); err == nil && rep.yaml {
-		yw, finish := answerYAML(w)
+		yw, finish := responsewriters.RewriteJSON(w, asYAML)
 		defer finish()
 		w = yw
 	}

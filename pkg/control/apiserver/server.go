@@ -293,7 +293,7 @@ const headerTimeout = 10 * time.Second
 func (s *Server) newHTTPServer(ctx context.Context, h http.Handler, headerTimeout time.Duration) *http.Server {
 	warm := filters.OnWarmStacks(h, time.Minute, ctx.Done())
 	return &http.Server{
-		Handler:           filters.RecoverPanics(filters.WithRequestInfo(filters.WithRequestTimeout(warm, s.limits.RequestTimeout)), s.log),
+		Handler:           filters.RecoverPanics(filters.WithRequestInfo(filters.WithPrettyJSON(filters.WithRequestTimeout(warm, s.limits.RequestTimeout))), s.log),
 		ReadHeaderTimeout: headerTimeout,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       90 * time.Second,

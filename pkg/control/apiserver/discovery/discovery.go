@@ -6,6 +6,7 @@ package discovery
 
 import (
 	"cmp"
+	"encoding/json"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -40,7 +41,10 @@ func ServeVersion(w http.ResponseWriter, _ *http.Request) {
 	if build, ok := debug.ReadBuildInfo(); ok {
 		stampBuild(&info, build.Settings)
 	}
-	responsewriters.WriteJSON(w, http.StatusOK, info)
+	// Indented for every client, as kube-apiserver's version handler writes it (WriteRawJSON).
+	body, _ := json.MarshalIndent(info, "", "  ") // a version.Info always encodes
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body) // the client going away mid-body is not ours to report
 }
 
 // stampBuild fills what kube-apiserver's build stamps through ldflags (gitCommit,
