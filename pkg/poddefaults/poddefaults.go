@@ -3,10 +3,12 @@
 package poddefaults
 
 import (
+	"cmp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/internal/resourcename"
 )
@@ -116,6 +118,11 @@ func volume(v *corev1.Volume) {
 		}
 		downwardAPIItems(d.Items)
 	}
+	if e := src.Ephemeral; e != nil && e.VolumeClaimTemplate != nil && e.VolumeClaimTemplate.Spec.VolumeMode == nil {
+		fs := corev1.PersistentVolumeFilesystem // as a claim's
+		e.VolumeClaimTemplate.Spec.VolumeMode = &fs
+	}
+	legacyVolume(src)
 	if p := src.Projected; p != nil {
 		if p.DefaultMode == nil {
 			m := corev1.ProjectedVolumeSourceDefaultMode
@@ -130,6 +137,36 @@ func volume(v *corev1.Volume) {
 				t.ExpirationSeconds = &hour
 			}
 		}
+	}
+}
+
+// legacyVolume defaults the in-tree network and cloud sources as kube's generated defaults do.
+func legacyVolume(src *corev1.VolumeSource) {
+	if i := src.ISCSI; i != nil && i.ISCSIInterface == "" {
+		i.ISCSIInterface = "default"
+	}
+	if r := src.RBD; r != nil {
+		r.RBDPool = cmp.Or(r.RBDPool, "rbd")
+		r.RadosUser = cmp.Or(r.RadosUser, "admin")
+		r.Keyring = cmp.Or(r.Keyring, "/etc/ceph/keyring")
+	}
+	if a := src.AzureDisk; a != nil {
+		if a.CachingMode == nil {
+			a.CachingMode = ptr.To(corev1.AzureDataDiskCachingReadWrite)
+		}
+		if a.FSType == nil {
+			a.FSType = ptr.To("ext4")
+		}
+		if a.ReadOnly == nil {
+			a.ReadOnly = ptr.To(false)
+		}
+		if a.Kind == nil {
+			a.Kind = ptr.To(corev1.AzureSharedBlobDisk)
+		}
+	}
+	if sc := src.ScaleIO; sc != nil {
+		sc.StorageMode = cmp.Or(sc.StorageMode, "ThinProvisioned")
+		sc.FSType = cmp.Or(sc.FSType, "xfs")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -54,6 +55,11 @@ func TestSpecDefaults(t *testing.T) {
 			{Name: "i", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox:1"}}},
 			{Name: "l", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox"}}},
 			{Name: "n", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox", PullPolicy: corev1.PullNever}}},
+			{Name: "e", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{}}}},
+			{Name: "iscsi", VolumeSource: corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{}}},
+			{Name: "rbd", VolumeSource: corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{RBDPool: "mine"}}},
+			{Name: "azure", VolumeSource: corev1.VolumeSource{AzureDisk: &corev1.AzureDiskVolumeSource{}}},
+			{Name: "scaleio", VolumeSource: corev1.VolumeSource{ScaleIO: &corev1.ScaleIOVolumeSource{}}},
 		},
 	}}
 	Pod(pod)
@@ -89,6 +95,18 @@ func TestSpecDefaults(t *testing.T) {
 	if v[6].Image.PullPolicy != corev1.PullIfNotPresent || v[7].Image.PullPolicy != corev1.PullAlways || v[8].Image.PullPolicy != corev1.PullNever {
 		t.Errorf("image volume pull policies %q, %q, %q: want IfNotPresent for a tag, Always for latest, a given one kept",
 			v[6].Image.PullPolicy, v[7].Image.PullPolicy, v[8].Image.PullPolicy)
+	}
+	if m := v[9].Ephemeral.VolumeClaimTemplate.Spec.VolumeMode; m == nil || *m != corev1.PersistentVolumeFilesystem {
+		t.Errorf("ephemeral volume's claim template volumeMode %v, want Filesystem", m)
+	}
+	if v[10].ISCSI.ISCSIInterface != "default" || !equality.Semantic.DeepEqual(*v[11].RBD, corev1.RBDVolumeSource{RBDPool: "mine", RadosUser: "admin", Keyring: "/etc/ceph/keyring"}) {
+		t.Errorf("iscsi %+v, rbd %+v: want kube's defaults, a given pool kept", v[10].ISCSI, v[11].RBD)
+	}
+	if a := v[12].AzureDisk; *a.CachingMode != corev1.AzureDataDiskCachingReadWrite || *a.FSType != "ext4" || *a.ReadOnly || *a.Kind != corev1.AzureSharedBlobDisk {
+		t.Errorf("azureDisk %+v: want kube's defaults", a)
+	}
+	if sc := v[13].ScaleIO; sc.StorageMode != "ThinProvisioned" || sc.FSType != "xfs" {
+		t.Errorf("scaleIO %+v: want kube's defaults", sc)
 	}
 }
 
