@@ -48,6 +48,10 @@ const (
 	DefaultGracePeriod   = 40 * time.Second
 )
 
+// startupGracePeriod is how long a node that never posted its status has from its
+// creation, kube-controller-manager's --node-startup-grace-period default.
+const startupGracePeriod = time.Minute
+
 // Controller is the node lifecycle controller.
 type Controller struct {
 	client   kubernetes.Interface
@@ -184,12 +188,16 @@ func (c *Controller) nextDeadline() (<-chan time.Time, func()) {
 // Lease's renewTime changed. A node seen for the first time (or by a controller that just
 // started) gets a full grace period from now, as in Kubernetes.
 func (c *Controller) lastProbe(n *corev1.Node, now time.Time) time.Time {
+	_, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
 	h, ok := c.health[n.Name]
 	if !ok {
 		h = &nodeHealth{probe: now}
+		if ready == nil { // never posted its status: counted from its creation, as kube's
+			h.probe = n.CreationTimestamp.Time
+		}
 		c.health[n.Name] = h
 	}
-	if _, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady); ready != nil && !ready.LastHeartbeatTime.Equal(&h.heartbeat) {
+	if ready != nil && !ready.LastHeartbeatTime.Equal(&h.heartbeat) {
 		h.heartbeat, h.probe = ready.LastHeartbeatTime, now
 	}
 	if lease, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(n.Name); err == nil && lease.Spec.RenewTime != nil && !lease.Spec.RenewTime.Equal(&h.renew) {
@@ -201,7 +209,11 @@ func (c *Controller) lastProbe(n *corev1.Node, now time.Time) time.Time {
 func (c *Controller) monitor(ctx context.Context, n *corev1.Node) error {
 	now := c.clock.Now()
 	_, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
-	if now.Sub(c.lastProbe(n, now)) > c.opts.GracePeriod && (ready == nil || ready.Status != corev1.ConditionUnknown) {
+	grace := c.opts.GracePeriod
+	if ready == nil {
+		grace = startupGracePeriod
+	}
+	if now.Sub(c.lastProbe(n, now)) > grace && (ready == nil || ready.Status != corev1.ConditionUnknown) {
 		if err := c.markUnknown(ctx, n, now); err != nil {
 			return err
 		}
@@ -213,18 +225,21 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node) error {
 	return c.evict(ctx, n, now)
 }
 
-// markUnknown sets every condition the kubelet posts to Unknown, and the node's pods not
-// ready (they may be running, but nobody knows).
+// markUnknown sets every condition the kubelet posts to Unknown, in kube's words (one it
+// never posted says so), and the node's pods not ready (they may be running, but nobody
+// knows).
 func (c *Controller) markUnknown(ctx context.Context, n *corev1.Node, now time.Time) error {
 	node := n.DeepCopy()
 	for _, t := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure} {
-		_, cond := nodeutil.GetNodeCondition(&node.Status, t)
-		if cond == nil {
-			node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: t})
-			cond = &node.Status.Conditions[len(node.Status.Conditions)-1]
+		switch _, cond := nodeutil.GetNodeCondition(&node.Status, t); {
+		case cond == nil:
+			node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: t, Status: corev1.ConditionUnknown,
+				Reason: "NodeStatusNeverUpdated", Message: "Kubelet never posted node status.",
+				LastHeartbeatTime: node.CreationTimestamp, LastTransitionTime: metav1.NewTime(now)})
+		case cond.Status != corev1.ConditionUnknown:
+			cond.Status, cond.Reason, cond.Message = corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status."
+			cond.LastTransitionTime = metav1.NewTime(now)
 		}
-		cond.Status, cond.Reason, cond.Message = corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status."
-		cond.LastTransitionTime = metav1.NewTime(now)
 	}
 	if _, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		return err
