@@ -69,8 +69,7 @@ func TestIPAllocateRequested(t *testing.T) {
 		t.Errorf("second allocation of %s: %v, want %v", ip, err, ErrIPAllocated)
 	}
 	for _, bad := range []string{"10.0.1.1", "10.0.0.0", "10.0.0.255"} {
-		var notIn *NotInRangeError
-		if err := r.Allocate(ctx, netip.MustParseAddr(bad), owner(3)); !errors.As(err, &notIn) {
+		if err := r.Allocate(ctx, netip.MustParseAddr(bad), owner(3)); !errors.Is(err, ErrMismatchedNetwork) {
 			t.Errorf("allocate %s: %v, want not in range", bad, err)
 		}
 	}

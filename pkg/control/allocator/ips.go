@@ -18,6 +18,10 @@ import (
 // ErrIPAllocated: the requested cluster IP is held by another Service.
 var ErrIPAllocated = errors.New("provided IP is already allocated")
 
+// ErrMismatchedNetwork: the requested cluster IP is in no service range (or is its network
+// or broadcast address), in the words of kube-apiserver's allocator of ServiceCIDRs.
+var ErrMismatchedNetwork = errors.New("the provided network does not match the current range")
+
 // serviceIPsPrefix holds one key per cluster IP in use, named by the IP: the
 // networking.k8s.io/v1 IPAddress objects of the API (registry/generic's key of
 // ipaddresses), as kube-apiserver's allocator holds cluster IPs.
@@ -97,22 +101,12 @@ func (r *IPRange) Family() corev1.IPFamily {
 	return corev1.IPv6Protocol
 }
 
-// NotInRangeError: a requested cluster IP is outside the range.
-type NotInRangeError struct {
-	IP    netip.Addr
-	Range netip.Prefix
-}
-
-func (e *NotInRangeError) Error() string {
-	return fmt.Sprintf("the provided IP (%s) is not in the valid range. The range of valid IPs is %s", e.IP, e.Range)
-}
-
-// Allocate holds ip for owner: ErrIPAllocated if another Service holds it, a
-// *NotInRangeError if it is outside the range (or the network or broadcast address).
+// Allocate holds ip for owner: ErrIPAllocated if another Service holds it,
+// ErrMismatchedNetwork if it is outside the range (or the network or broadcast address).
 func (r *IPRange) Allocate(ctx context.Context, ip netip.Addr, owner *corev1.ObjectReference) error {
 	i, ok := r.offset(ip)
 	if !ok {
-		return &NotInRangeError{IP: ip, Range: r.cidr}
+		return ErrMismatchedNetwork
 	}
 	return r.claim(ctx, i, owner, ErrIPAllocated)
 }

@@ -249,9 +249,8 @@ func (c *serviceClaim) claimClusterIP(ctx context.Context, path *field.Path) err
 		return nil // initIPFamilies refused a malformed IP; one held already stays held
 	}
 	err = c.ranges.ServiceIPs.Allocate(ctx, ip, c.owner)
-	var notInRange *allocator.NotInRangeError
 	switch {
-	case errors.Is(err, allocator.ErrIPAllocated) || errors.As(err, &notInRange):
+	case errors.Is(err, allocator.ErrIPAllocated) || errors.Is(err, allocator.ErrMismatchedNetwork):
 		return c.invalid(field.ErrorList{field.Invalid(path, s.ClusterIPs, fmt.Sprintf("failed to allocate IP %s: %v", ip, err))})
 	case err != nil:
 		return apierrors.NewInternalError(err)

@@ -184,7 +184,7 @@ func TestServiceClaims(t *testing.T) {
 	}
 	outside := service("outside", corev1.ServicePort{Port: 80})
 	outside.Spec.ClusterIP = "10.1.0.1"
-	expectCause(t, createService(t, ranges, outside), "spec.clusterIPs", "is not in the valid range")
+	expectCause(t, createService(t, ranges, outside), "spec.clusterIPs", "the provided network does not match the current range")
 
 	// NodePort to ClusterIP: the node ports go, the cluster IP stays.
 	old := web.DeepCopy()
