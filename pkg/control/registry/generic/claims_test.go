@@ -6,10 +6,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// expectHeld checks how many cluster IPs and node ports the store holds.
+func expectHeld(t *testing.T, st store.Interface, what string, wantIPs, wantPorts int) {
+	t.Helper()
+	ips, _, err := st.List(t.Context(), "/registry/networking.k8s.io/ipaddresses/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, _, err := st.List(t.Context(), "/registry/ranges/servicenodeports/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ips) != wantIPs || len(ports) != wantPorts {
+		t.Errorf("%s: %d IPs and %d node ports held, want %d and %d", what, len(ips), len(ports), wantIPs, wantPorts)
+	}
+}
 
 // What a Service holds stays in step with the Services stored: nothing is left held by a
 // create that failed, a dry run, or a Service deleted.
@@ -19,17 +36,7 @@ func TestServiceWritesHoldExactlyWhatIsStored(t *testing.T) {
 	res, _ := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
 	held := func(what string, wantIPs, wantPorts int) {
 		t.Helper()
-		ips, _, err := st.List(ctx, "/registry/networking.k8s.io/ipaddresses/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports, _, err := st.List(ctx, "/registry/ranges/servicenodeports/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ips) != wantIPs || len(ports) != wantPorts {
-			t.Errorf("%s: %d IPs and %d node ports held, want %d and %d", what, len(ips), len(ports), wantIPs, wantPorts)
-		}
+		expectHeld(t, st, what, wantIPs, wantPorts)
 	}
 	web := func() *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
@@ -97,17 +104,7 @@ func TestServiceCreateClaimsBeforeValidation(t *testing.T) {
 		}
 	}
 	// What the refused creates claimed is free again.
-	ips, _, err := st.List(ctx, "/registry/networking.k8s.io/ipaddresses/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ports, _, err := st.List(ctx, "/registry/ranges/servicenodeports/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ips) != 1 || len(ports) != 1 {
-		t.Errorf("%d IPs and %d node ports held after refused creates, want 1 and 1", len(ips), len(ports))
-	}
+	expectHeld(t, st, "after refused creates", 1, 1)
 	if _, err := s.Create(ctx, res, svc("again", "10.96.0.51", 30051, "web"), CreateOptions{}); err != nil {
 		t.Errorf("the values refused creates had claimed: %v", err)
 	}
