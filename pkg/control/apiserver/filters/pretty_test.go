@@ -7,8 +7,8 @@ import (
 )
 
 // JSON answers are indented as kube-apiserver's pretty serializer writes them for a client
-// that asks (?pretty, curl, wget, a browser); other clients, other types, watches and
-// streams get what the handler wrote.
+// that asks (?pretty, curl, wget, a browser); other clients, other types, watches,
+// streams and the documents kube serves as stored get what the handler wrote.
 func TestPrettyJSON(t *testing.T) {
 	h := WithPrettyJSON(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("text") != "" {
@@ -33,6 +33,10 @@ func TestPrettyJSON(t *testing.T) {
 		{"/api/v1/pods?watch=true", "curl/8.5.0", compact},
 		{"/api/v1/namespaces/a/pods/b/log", "curl/8.5.0", compact},
 		{"/version", "curl/8.5.0", indented},
+		{"/openapi/v3/apis/apps/v1", "curl/8.5.0", compact},
+		{"/openapi/v2", "curl/8.5.0", compact},
+		{"/.well-known/openid-configuration", "curl/8.5.0", compact},
+		{"/openid/v1/jwks", "curl/8.5.0", compact},
 	} {
 		r := httptest.NewRequest("GET", tc.path, nil)
 		r.Header.Set("User-Agent", tc.agent)
