@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -425,8 +426,15 @@ func waitNodesReady(ctx context.Context, l *lab.Lab, client kubernetes.Interface
 					status = string(c.Status)
 				}
 			}
-			if status == string(corev1.ConditionTrue) {
+			// Ready and schedulable: the node lifecycle controller has taken away the
+			// not-ready taint the node was created with, so pods made next (the add-ons'
+			// replicas) may go to every node.
+			if status == string(corev1.ConditionTrue) && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+				return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
+			}) {
 				ready++
+			} else if status == string(corev1.ConditionTrue) {
+				status += ",tainted"
 			}
 			states = append(states, n.Name+"="+status)
 		}

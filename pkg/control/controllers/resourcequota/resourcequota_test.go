@@ -36,7 +36,7 @@ func used(t *testing.T, c *controlplanetest.Cluster, name string) string {
 
 func waitUsed(t *testing.T, c *controlplanetest.Cluster, name, want string) {
 	t.Helper()
-	controllertest.Eventually(t, "quota "+name+" used", 15*time.Second, func() string { return used(t, c, name) }, want)
+	controllertest.Eventually(t, "quota "+name+" used", 45*time.Second, func() string { return used(t, c, name) }, want)
 }
 
 func pod(name, cpu, memory string, phase corev1.PodPhase) *corev1.Pod {
