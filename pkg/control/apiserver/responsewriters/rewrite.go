@@ -69,11 +69,14 @@ func (j *jsonRewriter) finish() {
 }
 
 // PrettyRequested is kube-apiserver's isPrettyPrint: ?pretty=true, or, without a pretty
-// parameter, a client that is a browser, curl or wget.
+// parameter, a client that is a browser, curl or wget. Every request asks it, so the query
+// is parsed only when it names pretty at all, as kube's does.
 func PrettyRequested(r *http.Request) bool {
-	if pp := r.URL.Query().Get("pretty"); pp != "" {
-		pretty, _ := strconv.ParseBool(pp)
-		return pretty
+	if strings.Contains(r.URL.RawQuery, "pretty") {
+		if pp := r.URL.Query().Get("pretty"); pp != "" {
+			pretty, _ := strconv.ParseBool(pp)
+			return pretty
+		}
 	}
 	ua := r.UserAgent()
 	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/5.0")
