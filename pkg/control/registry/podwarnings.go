@@ -234,7 +234,7 @@ func podSpecAndMetaWarnings(path *field.Path, spec *corev1.PodSpec, meta *metav1
 		// a pod's are warned of as its create turns them into fields (pods_apparmor.go); a template's here
 		if path != nil && (c.SecurityContext == nil || c.SecurityContext.AppArmorProfile == nil) {
 			key := corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + c.Name
-			if value, ok := meta.Annotations[key]; ok && corevalidation.AppArmorAnnotationDeprecated(value, podAppArmor) {
+			if value, ok := meta.Annotations[key]; ok && corevalidation.AppArmorAnnotationDeprecated(corevalidation.AppArmorProfileOfAnnotation(value), podAppArmor) {
 				warn(annotations.Key(key), `deprecated since v1.30; use the "appArmorProfile" field instead`)
 			}
 		}

@@ -35,8 +35,8 @@ func appArmorAnnotations(pod *corev1.Pod) []appArmorAnnotation {
 		if !ok || (c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil) {
 			continue
 		}
-		out = append(out, appArmorAnnotation{c.Container, key, corevalidation.AppArmorProfileOfAnnotation(value),
-			corevalidation.AppArmorAnnotationDeprecated(value, podProfile)})
+		profile := corevalidation.AppArmorProfileOfAnnotation(value)
+		out = append(out, appArmorAnnotation{c.Container, key, profile, corevalidation.AppArmorAnnotationDeprecated(profile, podProfile)})
 	}
 	return out
 }

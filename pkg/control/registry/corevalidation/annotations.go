@@ -128,10 +128,10 @@ func AppArmorProfileOfAnnotation(value string) *corev1.AppArmorProfile {
 }
 
 // AppArmorAnnotationDeprecated is kube's warning rule for a container's AppArmor
-// annotation without a field of its own: warned of unless the pod's profile already says it.
-func AppArmorAnnotationDeprecated(value string, podProfile *corev1.AppArmorProfile) bool {
-	p := AppArmorProfileOfAnnotation(value)
-	return p == nil || !equality.Semantic.DeepEqual(p, podProfile)
+// annotation without a field of its own, given the profile it names
+// (AppArmorProfileOfAnnotation): warned of unless the pod's profile already says it.
+func AppArmorAnnotationDeprecated(annotated, podProfile *corev1.AppArmorProfile) bool {
+	return annotated == nil || !equality.Semantic.DeepEqual(annotated, podProfile)
 }
 
 // validAppArmorAnnotation is kube's ValidateAppArmorProfileFormat.
