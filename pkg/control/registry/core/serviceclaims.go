@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,9 +67,8 @@ func claimService(ctx context.Context, ranges allocator.Ranges, obj, old runtime
 	if old != nil {
 		prev = old.(*corev1.Service)
 	}
-	if prev == nil && svc.Spec.ClusterIP != "" && len(svc.Spec.ClusterIPs) == 0 {
-		// A client that only knows clusterIP (the singular field) asks for clusterIPs too.
-		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+	if prev == nil {
+		normalizeClusterIPs(svc, nil) // an update's are in prepareServiceUpdate
 	}
 	c := &serviceClaim{ranges: ranges, svc: svc, old: prev, owner: serviceOwner(svc), held: holdsOf(prev), claimed: holdsOf(nil)}
 	undo := func() error { return c.release(context.WithoutCancel(ctx)) }
@@ -115,12 +115,20 @@ func (c *serviceClaim) claim(ctx context.Context) error {
 			}
 		}
 	}
-	if needsNodePorts(c.svc) {
+	switch {
+	case !needsNodePorts(c.svc):
+	case c.old == nil:
 		if err := c.claimNodePorts(ctx, spec.Child("ports")); err != nil {
 			return err
 		}
+	default:
+		if err := c.updateNodePorts(ctx, spec.Child("ports")); err != nil {
+			return err
+		}
 	}
-	if needsHealthCheckPort(c.svc) {
+	// A Service that needed a health check node port claims none on update, as kube's
+	// allocator: a changed one is refused by validation (the field is immutable).
+	if needsHealthCheckPort(c.svc) && (c.old == nil || !needsHealthCheckPort(c.old)) {
 		// kube answers a health check node port it cannot hold with a 500, in these words.
 		n, err := c.holdPort(ctx, int(s.HealthCheckNodePort))
 		switch {
@@ -167,6 +175,40 @@ func (c *serviceClaim) claimNodePorts(ctx context.Context, path *field.Path) err
 		if _, ok := shared[p.Port]; !ok {
 			shared[p.Port] = p.NodePort
 		}
+	}
+	return nil
+}
+
+// updateNodePorts holds each port's node port on update as kube's updateNodePorts does,
+// which differs from a create's: a port asking for none gets a free one of its own, a
+// node port held before or taken by an earlier port of this update is not claimed again
+// (so ports of different protocols may share one), and the same protocol and node port
+// twice is kube's 500.
+func (c *serviceClaim) updateNodePorts(ctx context.Context, path *field.Path) error {
+	s := &c.svc.Spec
+	allocate := s.Type == corev1.ServiceTypeNodePort || s.AllocateLoadBalancerNodePorts == nil || *s.AllocateLoadBalancerNodePorts
+	type protocolPort struct {
+		Protocol corev1.Protocol
+		NodePort int32
+	}
+	seen := map[protocolPort]bool{}
+	for i := range s.Ports {
+		p := &s.Ports[i]
+		if p.NodePort == 0 && !allocate {
+			continue
+		}
+		if p.NodePort == 0 || !c.claimed.ports[int(p.NodePort)] {
+			n, err := c.claimPort(ctx, int(p.NodePort), path.Index(i).Child("nodePort"))
+			if err != nil {
+				return err
+			}
+			p.NodePort = int32(n)
+		}
+		pp := protocolPort{p.Protocol, p.NodePort}
+		if seen[pp] {
+			return responsewriters.UnknownError(fmt.Errorf("duplicate nodePort: %v", pp))
+		}
+		seen[pp] = true
 	}
 	return nil
 }
@@ -231,7 +273,8 @@ func otherFamily(f corev1.IPFamily) corev1.IPFamily {
 	return corev1.IPv4Protocol
 }
 
-// claimClusterIP holds the requested cluster IP, or a free one when none is requested.
+// claimClusterIP holds the requested cluster IP, or a free one when none is requested, for
+// a Service created or one that had none (an ExternalName one).
 func (c *serviceClaim) claimClusterIP(ctx context.Context, path *field.Path) error {
 	s := &c.svc.Spec
 	if len(s.ClusterIPs) == 0 || s.ClusterIPs[0] == "" {
@@ -244,9 +287,14 @@ func (c *serviceClaim) claimClusterIP(ctx context.Context, path *field.Path) err
 		s.ClusterIP = s.ClusterIPs[0]
 		return nil
 	}
+	if c.old != nil && needsClusterIP(c.old) {
+		// As kube's allocator: a Service that had a cluster IP claims none on update; a
+		// changed one is refused by validation (the field is immutable).
+		return nil
+	}
 	ip, err := netip.ParseAddr(s.ClusterIPs[0])
-	if err != nil || c.held.ips[ip] {
-		return nil // initIPFamilies refused a malformed IP; one held already stays held
+	if err != nil {
+		return nil // initIPFamilies refused a malformed IP
 	}
 	err = c.ranges.ServiceIPs.Allocate(ctx, ip, c.owner)
 	switch {

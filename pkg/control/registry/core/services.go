@@ -32,6 +32,7 @@ var ServiceRules = registry.Rules{
 	PrepareCreate: func(obj runtime.Object) {
 		svc := obj.(*corev1.Service)
 		svc.Status = corev1.ServiceStatus{}
+		dropExternalNameTrafficPolicy(svc)
 	},
 	PrepareUpdate: func(obj, old runtime.Object) { prepareServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service)) },
 	Default:       func(obj runtime.Object) { defaultService(obj.(*corev1.Service)) },
@@ -122,6 +123,7 @@ func defaultService(svc *corev1.Service) {
 // longer needs when the client did not change it.
 func prepareServiceUpdate(svc, old *corev1.Service) {
 	dropTypeDependentFields(svc, old)
+	dropExternalNameTrafficPolicy(svc)
 	if needsClusterIP(old) && needsClusterIP(svc) {
 		if svc.Spec.ClusterIP == "" {
 			svc.Spec.ClusterIP = old.Spec.ClusterIP
@@ -137,13 +139,7 @@ func prepareServiceUpdate(svc, old *corev1.Service) {
 		}
 		singleStackUnchanged(svc, old)
 	}
-	if len(svc.Spec.ClusterIPs) > 0 && svc.Spec.ClusterIP != svc.Spec.ClusterIPs[0] && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
-		// Only the singular field changed: the client means it for both.
-		svc.Spec.ClusterIPs = nil
-		if svc.Spec.ClusterIP != "" {
-			svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
-		}
-	}
+	normalizeClusterIPs(svc, old)
 	if needsNodePorts(old) && needsNodePorts(svc) {
 		used := sets.New[int32]()
 		for _, p := range svc.Spec.Ports {
@@ -163,6 +159,39 @@ func prepareServiceUpdate(svc, old *corev1.Service) {
 	}
 	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == 0 {
 		svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
+	}
+}
+
+// dropExternalNameTrafficPolicy: an ExternalName Service has no internalTrafficPolicy.
+// Kube once defaulted one and now drops it whenever it reads a Service, so one turned
+// ExternalName (or created so with the field set) shows none; dropping it before storing
+// shows the same.
+func dropExternalNameTrafficPolicy(svc *corev1.Service) {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		svc.Spec.InternalTrafficPolicy = nil
+	}
+}
+
+// normalizeClusterIPs reads what a client that set only the singular clusterIP meant for
+// clusterIPs, as kube does before it allocates: on create (old nil) the same IP; on update
+// the old IPs if it cleared clusterIPs but kept clusterIP, none if it cleared clusterIP,
+// and the new IP if it changed clusterIP alone.
+func normalizeClusterIPs(svc, old *corev1.Service) {
+	s := &svc.Spec
+	if old == nil {
+		if s.ClusterIP != "" && len(s.ClusterIPs) == 0 {
+			s.ClusterIPs = []string{s.ClusterIP}
+		}
+		return
+	}
+	if len(old.Spec.ClusterIPs) > 0 && len(s.ClusterIPs) == 0 && s.ClusterIP == old.Spec.ClusterIP {
+		s.ClusterIPs = old.Spec.ClusterIPs
+	}
+	if s.ClusterIP != old.Spec.ClusterIP && slices.Equal(s.ClusterIPs, old.Spec.ClusterIPs) {
+		s.ClusterIPs = nil
+		if s.ClusterIP != "" {
+			s.ClusterIPs = []string{s.ClusterIP}
+		}
 	}
 }
 

@@ -396,3 +396,50 @@ func TestServiceUpdateToSingleStack(t *testing.T) {
 		t.Errorf("families %v, want [IPv4]", single.Spec.IPFamilies)
 	}
 }
+
+// Type changes as kube-apiserver v1.36 shows them: an ExternalName Service turned
+// ClusterIP with only the singular clusterIP gets it in clusterIPs too (normalizeClusterIPs),
+// and an ExternalName Service, created so or turned so, shows no internalTrafficPolicy
+// (kube drops it when it reads one).
+func TestServiceTypeChangesAsKubernetes(t *testing.T) {
+	ranges := newRanges(t, "10.0.0.0/24")
+	external := func(name string) *corev1.Service {
+		svc := service(name)
+		svc.Spec.Selector = nil
+		svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, "db.example.invalid"
+		return svc
+	}
+	created := external("db")
+	created.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
+	if err := createService(t, ranges, created); err != nil || created.Spec.InternalTrafficPolicy != nil {
+		t.Errorf("ExternalName created with internalTrafficPolicy: %v, %v", err, created.Spec.InternalTrafficPolicy)
+	}
+
+	old := created.DeepCopy()
+	web := old.DeepCopy()
+	web.Spec.Type, web.Spec.ExternalName, web.Spec.ClusterIP = corev1.ServiceTypeClusterIP, "", "10.0.0.20"
+	web.Spec.Ports = []corev1.ServicePort{{Port: 80}}
+	ServiceRules.PrepareUpdate(web, old)
+	ServiceRules.Default(web)
+	if _, err := ServiceRules.Claim(context.Background(), ranges, web, old); err != nil {
+		t.Fatal(err)
+	}
+	if errs := registrytest.UpdateSteps(ServiceRules, web, old); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if !slices.Equal(web.Spec.ClusterIPs, []string{"10.0.0.20"}) || *web.Spec.InternalTrafficPolicy != corev1.ServiceInternalTrafficPolicyCluster {
+		t.Errorf("ExternalName turned ClusterIP with clusterIP alone: %+v", web.Spec)
+	}
+	if err := ranges.ServiceIPs.Allocate(context.Background(), netip.MustParseAddr("10.0.0.20"), serviceOwner(service("next"))); err == nil {
+		t.Error("the cluster IP asked for was not claimed")
+	}
+
+	back := web.DeepCopy()
+	back.Spec.Type, back.Spec.ExternalName = corev1.ServiceTypeExternalName, "db.example.invalid"
+	if errs := registrytest.UpdateSteps(ServiceRules, back, web); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if back.Spec.InternalTrafficPolicy != nil || back.Spec.ClusterIP != "" {
+		t.Errorf("ClusterIP turned ExternalName: %+v", back.Spec)
+	}
+}

@@ -287,56 +287,78 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 		if err != nil {
 			return nil, err
 		}
-		if !opts.deleting {
-			warnKind(ctx, res, opts.Subresource, obj, old)
-		}
-		if !opts.admitted {
-			attrs.Object = obj
-			if err := s.admission.validate(ctx, attrs); err != nil {
-				return nil, err
-			}
-		}
-		undo, err := s.claim(ctx, res, obj, old, opts.DryRun)
-		if err != nil {
-			return nil, err
-		}
-		obj = s.track(ctx, res, opts.Subresource, old, obj)
-		data, err := encode(res, obj)
-		if err != nil {
-			undo()
-			return nil, err
-		}
-		if (bytes.Equal(data, kv.Value) && !kv.Stale) || opts.DryRun {
-			// Nothing changed: like Kubernetes, no new resourceVersion and no watch event
-			// (unless the stored value is encrypted with an old key: the rewrite re-encrypts).
-			return writeResponse(res, obj, data, kv.Revision)
-		}
-		// The delete path stores the mark even when nothing holds the object, so watchers see
-		// it before the object goes (as kube's store does); other updates complete it.
-		deleted := !opts.deleting && finalized(res, obj)
-		var rev int64
-		if deleted {
-			_, _, err = s.store.Delete(ctx, key, kv.Revision)
-		} else if rev, err = s.store.Update(ctx, key, data, kv.Revision); err == nil {
-			SetResourceVersion(obj, rev)
-			s.wrote(ctx, res, data, rev, obj)
-		}
-		if err != nil {
-			undo()
-		}
-		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+		out, retry, err := s.writeUpdate(ctx, res, key, opts, attrs, obj, kv)
+		if retry {
 			continue
 		}
-		if err != nil {
-			return obj, err
-		}
-		s.release(ctx, res, obj, old, deleted)
-		if deleted {
-			return obj, nil
-		}
-		return writeResponse(res, obj, data, rev)
+		return out, err
 	}
 	return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
+}
+
+// writeUpdate claims, validates, admits and stores a prepared update of the object stored
+// as kv; retry tells that another writer came first and the update must start again. As
+// kube's BeginUpdate, what the update takes from the cluster-wide ranges (a Service's IPs
+// and node ports) is claimed before it is validated or admitted, and given back unless it
+// is stored.
+func (s *Store) writeUpdate(ctx context.Context, res *registry.Resource, key string, opts UpdateOptions, attrs *Attributes, obj runtime.Object, kv store.KV) (_ runtime.Object, retry bool, _ error) {
+	old := attrs.OldObject
+	undo, err := s.claim(ctx, res, obj, old, opts.DryRun)
+	if err != nil {
+		return nil, false, err
+	}
+	stored := false
+	defer func() {
+		if !stored {
+			undo()
+		}
+	}()
+	if err := validateUpdate(res, opts, obj, old); err != nil {
+		return nil, false, err
+	}
+	if !opts.deleting {
+		warnKind(ctx, res, opts.Subresource, obj, old)
+	}
+	if !opts.admitted {
+		attrs.Object = obj
+		if err := s.admission.validate(ctx, attrs); err != nil {
+			return nil, false, err
+		}
+	}
+	obj = s.track(ctx, res, opts.Subresource, old, obj)
+	data, err := encode(res, obj)
+	if err != nil {
+		return nil, false, err
+	}
+	if (bytes.Equal(data, kv.Value) && !kv.Stale) || opts.DryRun {
+		// Nothing changed: like Kubernetes, no new resourceVersion and no watch event
+		// (unless the stored value is encrypted with an old key: the rewrite re-encrypts).
+		out, err := writeResponse(res, obj, data, kv.Revision)
+		return out, false, err
+	}
+	// The delete path stores the mark even when nothing holds the object, so watchers see
+	// it before the object goes (as kube's store does); other updates complete it.
+	deleted := !opts.deleting && finalized(res, obj)
+	var rev int64
+	if deleted {
+		_, _, err = s.store.Delete(ctx, key, kv.Revision)
+	} else if rev, err = s.store.Update(ctx, key, data, kv.Revision); err == nil {
+		SetResourceVersion(obj, rev)
+		s.wrote(ctx, res, data, rev, obj)
+	}
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return obj, false, err
+	}
+	stored = true
+	s.release(ctx, res, obj, old, deleted)
+	if deleted {
+		return obj, false, nil
+	}
+	out, err := writeResponse(res, obj, data, rev)
+	return out, false, err
 }
 
 // current reads the object at key as it is now, with its store revision.

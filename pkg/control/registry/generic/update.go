@@ -17,7 +17,7 @@ import (
 
 // prepareUpdate applies what a client may not change: system metadata always; the status on
 // the main resource and everything but status on the status subresource; then the kind's
-// preparation, defaulting, generation and validation.
+// preparation, defaulting and generation. validateUpdate checks the result.
 func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.Object) (runtime.Object, error) {
 	var err error
 	switch sub := opts.Subresource; {
@@ -51,9 +51,9 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = om.DeletionTimestamp, om.DeletionGracePeriodSeconds
 	}
 	m.ResourceVersion = om.ResourceVersion
-	prepare, validate := res.Rules.PrepareUpdate, res.Rules.ValidateUpdate
+	prepare := res.Rules.PrepareUpdate
 	if sr, ok := res.Rules.SubresourceUpdates[opts.Subresource]; ok {
-		prepare, validate = sr.Prepare, sr.Validate
+		prepare = sr.Prepare
 	}
 	if prepare != nil && !opts.deleting { // as kube's deletion writes, which skip the strategy
 		prepare(obj, old)
@@ -66,6 +66,17 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	if (res.Rules.Generation && specChanged(obj, old)) || intent {
 		m.Generation++
 	}
+	return obj, nil
+}
+
+// validateUpdate checks an update prepared by prepareUpdate: its metadata against old's,
+// then the kind's (or the subresource's) rules.
+func validateUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.Object) error {
+	validate := res.Rules.ValidateUpdate
+	if sr, ok := res.Rules.SubresourceUpdates[opts.Subresource]; ok {
+		validate = sr.Validate
+	}
+	m, om := ObjectMeta(obj), ObjectMeta(old)
 	if opts.deleting { // the delete path itself set these; nothing else may (the kind's own validation included)
 		old = old.DeepCopyObject()
 		om = ObjectMeta(old)
@@ -80,9 +91,9 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		errs = append(errs, res.Rules.Validate(obj)...)
 	}
 	if len(errs) > 0 {
-		return nil, invalid(res, obj, m.Name, errs)
+		return invalid(res, obj, m.Name, errs)
 	}
-	return obj, nil
+	return nil
 }
 
 // finalizing tells whether finalizers (metadata's or the kind's own) hold the object.
