@@ -56,15 +56,15 @@ var JobRules = registry.Rules{
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		j, o := obj.(*batchv1.Job), old.(*batchv1.Job)
 		spec := field.NewPath("spec")
-		errs := validateJob(j)
+		errs := validateJob(j) // then in kube's order (ValidateJobSpecUpdate)
+		errs = append(errs, validateCompletionsUpdate(&j.Spec, &o.Spec, spec.Child("completions"))...)
 		errs = append(errs, registry.Immutable(j.Spec.Selector, o.Spec.Selector, spec.Child("selector"))...)
 		errs = append(errs, validateJobTemplateUpdate(j, o, spec.Child("template"))...)
 		errs = append(errs, registry.Immutable(j.Spec.CompletionMode, o.Spec.CompletionMode, spec.Child("completionMode"))...)
 		errs = append(errs, registry.Immutable(j.Spec.PodFailurePolicy, o.Spec.PodFailurePolicy, spec.Child("podFailurePolicy"))...)
 		errs = append(errs, registry.Immutable(j.Spec.BackoffLimitPerIndex, o.Spec.BackoffLimitPerIndex, spec.Child("backoffLimitPerIndex"))...)
 		errs = append(errs, registry.Immutable(j.Spec.ManagedBy, o.Spec.ManagedBy, spec.Child("managedBy"))...)
-		errs = append(errs, registry.Immutable(j.Spec.SuccessPolicy, o.Spec.SuccessPolicy, spec.Child("successPolicy"))...)
-		return append(errs, validateCompletionsUpdate(&j.Spec, &o.Spec, spec.Child("completions"))...)
+		return append(errs, registry.Immutable(j.Spec.SuccessPolicy, o.Spec.SuccessPolicy, spec.Child("successPolicy"))...)
 	},
 	Fields: func(obj runtime.Object) fields.Set {
 		return fields.Set{"status.successful": strconv.Itoa(int(obj.(*batchv1.Job).Status.Succeeded))}

@@ -71,6 +71,9 @@ func TestJobValidation(t *testing.T) {
 	errs = registrytest.UpdateSteps(JobRules, changed, old)
 	registrytest.ExpectErrors(t, "new template", errs, "spec.template: FieldValueInvalid")
 	registrytest.ExpectMessage(t, errs, "spec.template", "field is immutable")
+	changed.Spec.Completions = ptr.To[int32](3) // kube names completions before the template
+	registrytest.ExpectErrorsInOrder(t, "new completions and template", registrytest.UpdateSteps(JobRules, changed, old),
+		"spec.completions: FieldValueInvalid", "spec.template: FieldValueInvalid")
 
 	changed = old.DeepCopy()
 	changed.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
