@@ -277,6 +277,11 @@ func otherFamily(f corev1.IPFamily) corev1.IPFamily {
 // a Service created or one that had none (an ExternalName one).
 func (c *serviceClaim) claimClusterIP(ctx context.Context, path *field.Path) error {
 	s := &c.svc.Spec
+	if c.old != nil && needsClusterIP(c.old) {
+		// As kube's allocator: a Service that had a cluster IP claims none on update; a
+		// changed one is refused by validation (the field is immutable).
+		return nil
+	}
 	if len(s.ClusterIPs) == 0 || s.ClusterIPs[0] == "" {
 		ip, err := c.ranges.ServiceIPs.AllocateNext(ctx, c.owner)
 		if err != nil {
@@ -285,11 +290,6 @@ func (c *serviceClaim) claimClusterIP(ctx context.Context, path *field.Path) err
 		c.claimed.ips[ip] = true
 		s.ClusterIPs = append([]string{ip.String()}, s.ClusterIPs[min(1, len(s.ClusterIPs)):]...)
 		s.ClusterIP = s.ClusterIPs[0]
-		return nil
-	}
-	if c.old != nil && needsClusterIP(c.old) {
-		// As kube's allocator: a Service that had a cluster IP claims none on update; a
-		// changed one is refused by validation (the field is immutable).
 		return nil
 	}
 	ip, err := netip.ParseAddr(s.ClusterIPs[0])

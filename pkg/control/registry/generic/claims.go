@@ -8,8 +8,9 @@ import (
 )
 
 // A write holds the values its object draws from the cluster-wide ranges (a Service's
-// cluster IP and node ports) as one store key each: claimed just before the object is
-// stored, given back if storing fails, released once the object no longer uses them.
+// cluster IP and node ports) as one store key each: claimed before the object is validated
+// or admitted (as kube's BeginCreate and BeginUpdate allocate), given back if the write is
+// refused or storing fails, released once the object no longer uses them.
 
 // claim takes what obj needs from the ranges and old (nil on create) does not hold yet.
 // The returned undo gives it back; it is never nil when err is nil, and a no-op for dry runs,
