@@ -163,8 +163,9 @@ type Rules struct {
 	PrepareUpdate func(obj, old runtime.Object)
 	// Claim takes from the cluster-wide ranges what obj needs and old (nil on create) does
 	// not hold yet, such as a Service's cluster IP and node ports, and fills it into obj. It
-	// runs after validation, just before obj is stored; undo gives everything back if obj is
-	// not stored after all, and is never nil when err is nil.
+	// runs before validation and validating admission, as kube's BeginCreate and BeginUpdate
+	// (after PrepareUpdate on update); undo gives everything back if obj is not stored after
+	// all, and is never nil when err is nil.
 	Claim func(ctx context.Context, ranges allocator.Ranges, obj, old runtime.Object) (undo func() error, err error)
 	// Release gives back what old held and obj no longer does; obj is nil once old is deleted.
 	Release func(ctx context.Context, ranges allocator.Ranges, obj, old runtime.Object) error
