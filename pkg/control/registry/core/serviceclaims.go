@@ -153,7 +153,7 @@ func (c *serviceClaim) claimNodePorts(ctx context.Context, path *field.Path) err
 			requested[p.Port] = p.NodePort
 		}
 	}
-	allocate := s.Type == corev1.ServiceTypeNodePort || s.AllocateLoadBalancerNodePorts == nil || *s.AllocateLoadBalancerNodePorts
+	allocate := allocatesNodePorts(c.svc)
 	shared := map[int32]int32{} // the node port each port number holds
 	for i := range s.Ports {
 		p := &s.Ports[i]
@@ -179,6 +179,13 @@ func (c *serviceClaim) claimNodePorts(ctx context.Context, path *field.Path) err
 	return nil
 }
 
+// allocatesNodePorts: a port of svc without a node port gets one (kube's
+// shouldAllocateNodePorts): always for NodePort, for LoadBalancer unless turned off.
+func allocatesNodePorts(svc *corev1.Service) bool {
+	s := &svc.Spec
+	return s.Type == corev1.ServiceTypeNodePort || s.AllocateLoadBalancerNodePorts == nil || *s.AllocateLoadBalancerNodePorts
+}
+
 // updateNodePorts holds each port's node port on update as kube's updateNodePorts does,
 // which differs from a create's: a port asking for none gets a free one of its own, a
 // node port held before or taken by an earlier port of this update is not claimed again
@@ -186,7 +193,7 @@ func (c *serviceClaim) claimNodePorts(ctx context.Context, path *field.Path) err
 // twice is kube's 500.
 func (c *serviceClaim) updateNodePorts(ctx context.Context, path *field.Path) error {
 	s := &c.svc.Spec
-	allocate := s.Type == corev1.ServiceTypeNodePort || s.AllocateLoadBalancerNodePorts == nil || *s.AllocateLoadBalancerNodePorts
+	allocate := allocatesNodePorts(c.svc)
 	type protocolPort struct {
 		Protocol corev1.Protocol
 		NodePort int32

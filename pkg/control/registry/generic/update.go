@@ -51,11 +51,8 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = om.DeletionTimestamp, om.DeletionGracePeriodSeconds
 	}
 	m.ResourceVersion = om.ResourceVersion
-	prepare := res.Rules.PrepareUpdate
-	if sr, ok := res.Rules.SubresourceUpdates[opts.Subresource]; ok {
-		prepare = sr.Prepare
-	}
-	if prepare != nil && !opts.deleting { // as kube's deletion writes, which skip the strategy
+	// A deletion's write skips the strategy, as kube's does.
+	if prepare := updateRules(res, opts.Subresource).Prepare; prepare != nil && !opts.deleting {
 		prepare(obj, old)
 	}
 	if res.Rules.Default != nil {
@@ -72,10 +69,7 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 // validateUpdate checks an update prepared by prepareUpdate: its metadata against old's,
 // then the kind's (or the subresource's) rules.
 func validateUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.Object) error {
-	validate := res.Rules.ValidateUpdate
-	if sr, ok := res.Rules.SubresourceUpdates[opts.Subresource]; ok {
-		validate = sr.Validate
-	}
+	validate := updateRules(res, opts.Subresource).Validate
 	m, om := ObjectMeta(obj), ObjectMeta(old)
 	if opts.deleting { // the delete path itself set these; nothing else may (the kind's own validation included)
 		old = old.DeepCopyObject()
@@ -94,6 +88,14 @@ func validateUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime
 		return invalid(res, obj, m.Name, errs)
 	}
 	return nil
+}
+
+// updateRules are an update's strategy: the subresource's own, else the kind's.
+func updateRules(res *registry.Resource, subresource string) registry.SubresourceRules {
+	if sr, ok := res.Rules.SubresourceUpdates[subresource]; ok {
+		return sr
+	}
+	return registry.SubresourceRules{Prepare: res.Rules.PrepareUpdate, Validate: res.Rules.ValidateUpdate}
 }
 
 // finalizing tells whether finalizers (metadata's or the kind's own) hold the object.
