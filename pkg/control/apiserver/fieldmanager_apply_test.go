@@ -206,3 +206,65 @@ func TestApplyThroughScale(t *testing.T) {
 		t.Errorf("apply of another kind to scale: %d %s", w.Code, w.Body)
 	}
 }
+
+// An update's managed fields are the request's, recorded before mutating admission and the
+// kind's strategy, as kube-apiserver's update and patch handlers record them (handlers/
+// update.go, patch.go: the field manager is the first of the updated object's transformers,
+// before the store's BeginUpdate and PrepareForUpdate). A patch clearing a Service's cluster
+// IP, which the Service's update puts back, takes the field from its creator (a new
+// resourceVersion: "patched", not "patched (no change)"); a Service turned ExternalName,
+// whose internalTrafficPolicy the strategy drops, leaves that field with its creator.
+func TestManagedFieldsRecordTheRequestNotTheStrategy(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	const svcs = "/api/v1/namespaces/default/services"
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.50.50",
+		Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	w := do(t, h, "POST", svcs+"?fieldManager=creator", svc)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("creating the Service: %d %s", w.Code, w.Body)
+	}
+	created := decodeService(t, w)
+	if fields := managedBy(created, "creator"); !strings.Contains(fields, `"f:clusterIP"`) {
+		t.Fatalf("the creator's fields %s, want f:clusterIP", fields)
+	}
+
+	w = patchAs(h, "application/strategic-merge-patch+json", svcs+"/web?fieldManager=patcher", `{"spec":{"clusterIP":""}}`)
+	patched := decodeService(t, w)
+	if w.Code != http.StatusOK || patched.Spec.ClusterIP != "10.96.50.50" || patched.ResourceVersion == created.ResourceVersion {
+		t.Fatalf("patch clearing clusterIP: %d, clusterIP %q, resourceVersion %s (was %s)",
+			w.Code, patched.Spec.ClusterIP, patched.ResourceVersion, created.ResourceVersion)
+	}
+	if fields := managedBy(patched, "creator"); strings.Contains(fields, `"f:clusterIP"`) || !strings.Contains(fields, `"f:selector"`) {
+		t.Errorf("the creator's fields after the patch %s, want f:selector and no f:clusterIP", fields)
+	}
+
+	w = patchAs(h, "application/merge-patch+json", svcs+"/web?fieldManager=patcher",
+		`{"spec":{"type":"ExternalName","externalName":"web.invalid","clusterIP":"","clusterIPs":null,"selector":null,"ports":null}}`)
+	external := decodeService(t, w)
+	if w.Code != http.StatusOK || external.Spec.InternalTrafficPolicy != nil {
+		t.Fatalf("patch to ExternalName: %d, internalTrafficPolicy %v", w.Code, external.Spec.InternalTrafficPolicy)
+	}
+	if fields := managedBy(external, "creator"); !strings.Contains(fields, `"f:internalTrafficPolicy"`) {
+		t.Errorf("the creator's fields %s, want f:internalTrafficPolicy", fields)
+	}
+}
+
+func decodeService(t *testing.T, w *httptest.ResponseRecorder) *corev1.Service {
+	t.Helper()
+	var svc corev1.Service
+	if err := json.Unmarshal(w.Body.Bytes(), &svc); err != nil {
+		t.Fatalf("decoding %s: %v", w.Body, err)
+	}
+	return &svc
+}
+
+// managedBy is the fields of manager's Update entry, empty if it has none.
+func managedBy(obj metav1.Object, manager string) string {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationUpdate && e.FieldsV1 != nil {
+			return string(e.FieldsV1.Raw)
+		}
+	}
+	return ""
+}

@@ -113,15 +113,7 @@ func (s *Store) Get(ctx context.Context, res *registry.Resource, ns, name string
 // fields of the request, mutating admission, generateName, system metadata, the claims of
 // cluster-wide values, status reset, defaulting, validation and validating admission.
 func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.Object, opts CreateOptions) (runtime.Object, error) {
-	// Kubernetes defaults a request as it decodes it and records its fields as the
-	// requester's before admission: what admission adds (a pod's service account volume,
-	// tolerations, priority) is owned by no manager, and is not compared field by field.
-	if res.Rules.DefaultRequest != nil {
-		res.Rules.DefaultRequest(obj)
-	} else if res.Rules.Default != nil {
-		res.Rules.Default(obj)
-	}
-	obj = s.track(ctx, res, "", nil, obj)
+	obj = s.trackRequest(ctx, res, "", nil, obj)
 	m := MustMeta(obj)
 	attrs := &Attributes{Operation: Create, Resource: res, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, DryRun: opts.DryRun}
 	if err := s.admission.admit(ctx, attrs); err != nil {
@@ -240,7 +232,17 @@ func invalid(res *registry.Resource, obj runtime.Object, name string, errs field
 	return apierrors.NewInvalid(kind, name, errs)
 }
 
-func (s *Store) track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
+// trackRequest defaults a write's request as Kubernetes does while decoding it, and records
+// its fields as the requester's before admission and the kind's strategy: what admission adds
+// (a pod's service account volume, tolerations, priority) and what the strategy sets or
+// resets (a Service's cleared cluster IP) is owned by no manager, and is not compared field
+// by field. live is the stored object, nil on create.
+func (s *Store) trackRequest(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
+	if res.Rules.DefaultRequest != nil {
+		res.Rules.DefaultRequest(obj)
+	} else if res.Rules.Default != nil {
+		res.Rules.Default(obj)
+	}
 	if s.fields == nil {
 		return obj
 	}
@@ -277,6 +279,7 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 		if rv := MustMeta(obj).GetResourceVersion(); rv != "" && rv != MustMeta(old).GetResourceVersion() {
 			return nil, conflict(res, name)
 		}
+		obj = s.trackRequest(ctx, res, opts.Subresource, old, obj)
 		attrs := &Attributes{Operation: Update, Resource: res, Subresource: opts.Subresource, Namespace: ns, Name: name, Object: obj, OldObject: old, DryRun: opts.DryRun}
 		if !opts.admitted {
 			if err := s.admission.admit(ctx, attrs); err != nil {
@@ -325,7 +328,6 @@ func (s *Store) writeUpdate(ctx context.Context, res *registry.Resource, key str
 			return nil, false, err
 		}
 	}
-	obj = s.track(ctx, res, opts.Subresource, old, obj)
 	data, err := encode(res, obj)
 	if err != nil {
 		return nil, false, err
