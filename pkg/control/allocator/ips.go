@@ -67,12 +67,21 @@ func NewIPRange(st store.Interface, cidr netip.Prefix) (*IPRange, error) {
 	return r, nil
 }
 
+// ipAddressFields are the managed fields of an IPAddress the allocator writes: kube-apiserver's
+// allocator creates it through a client, so its field manager records the labels and the
+// parent as the manager kube-apiserver's.
+var ipAddressFields = []byte(`{"f:metadata":{"f:labels":{".":{},"f:ipaddress.kubernetes.io/ip-family":{},"f:ipaddress.kubernetes.io/managed-by":{}}},` +
+	`"f:spec":{"f:parentRef":{".":{},"f:name":{},"f:namespace":{},"f:resource":{}}}}`)
+
 // ipAddress is the stored IPAddress object holding value i for a Service.
 func (r *IPRange) ipAddress(i uint64, owner *corev1.ObjectReference) ([]byte, error) {
+	now := metav1.Now()
 	return json.Marshal(&networkingv1.IPAddress{
 		TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "IPAddress"},
-		ObjectMeta: metav1.ObjectMeta{Name: r.addr(i).String(), UID: uuid.NewUUID(), CreationTimestamp: metav1.Now(),
-			Labels: map[string]string{networkingv1.LabelIPAddressFamily: string(r.Family()), networkingv1.LabelManagedBy: ipAllocatorName}},
+		ObjectMeta: metav1.ObjectMeta{Name: r.addr(i).String(), UID: uuid.NewUUID(), CreationTimestamp: now,
+			Labels: map[string]string{networkingv1.LabelIPAddressFamily: string(r.Family()), networkingv1.LabelManagedBy: ipAllocatorName},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-apiserver", Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: networkingv1.SchemeGroupVersion.String(), Time: &now, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: ipAddressFields}}}},
 		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: owner.Namespace, Name: owner.Name}},
 	})
 }

@@ -30,6 +30,13 @@ func TestServiceClusterIPsAreIPAddresses(t *testing.T) {
 			ip.Labels["ipaddress.kubernetes.io/ip-family"] != "IPv4" || ip.Labels["ipaddress.kubernetes.io/managed-by"] != "ipallocator.k8s.io" {
 			t.Errorf("IPAddress %s: %+v", name, ip)
 		}
+		// kube-apiserver's allocator writes it through a client as the manager kube-apiserver.
+		const fields = `{"f:metadata":{"f:labels":{".":{},"f:ipaddress.kubernetes.io/ip-family":{},"f:ipaddress.kubernetes.io/managed-by":{}}},` +
+			`"f:spec":{"f:parentRef":{".":{},"f:name":{},"f:namespace":{},"f:resource":{}}}}`
+		if m := ip.ManagedFields; len(m) != 1 || m[0].Manager != "kube-apiserver" || m[0].Operation != metav1.ManagedFieldsOperationUpdate ||
+			m[0].APIVersion != "networking.k8s.io/v1" || m[0].FieldsType != "FieldsV1" || m[0].Time == nil || m[0].FieldsV1 == nil || string(m[0].FieldsV1.Raw) != fields {
+			t.Errorf("IPAddress %s's managedFields: %+v, want kube-apiserver's Update of %s", name, m, fields)
+		}
 	}
 	expect("10.100.0.1", "kubernetes")
 
