@@ -348,7 +348,8 @@ func mustListMeta(t *testing.T, list runtime.Object) *metav1.ListMeta {
 
 func TestStoredMetadata(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"kind":"Pod","metadata":{"name":"a"},"spec":{}}`: `{"resourceVersion":"42","name":"a"}`,
+		`{"kind":"Pod","metadata":{"name":"a"},"spec":{}}`:                `{"name":"a","resourceVersion":"42"}`,
+		`{"kind":"Pod","metadata":{"name":"a","uid":"u","generation":2}}`: `{"name":"a","uid":"u","resourceVersion":"42","generation":2}`,
 		`{"metadata":{}}`: `{"resourceVersion":"42"}`,
 		`{ "spec": {"metadata": {"x": 1}}, "metadata" : { "n": 1 } }`: `{"resourceVersion":"42", "n": 1 }`,
 		`{"kind":"Pod"}`:          "",

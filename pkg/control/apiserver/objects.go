@@ -165,15 +165,46 @@ func (o *storedObject) JSON() ([]byte, error) {
 	return bytes.Join(p[:], nil), nil
 }
 
-// jsonPieces are the object's JSON in pieces written one after the other: the stored value
-// up to where its resourceVersion goes, that field, and the rest of the value, so that a
-// LIST copies no stored value and nothing but an offset is kept per version; or, where the
-// resource converts the object or its rules fix it up as it is read, the whole JSON, kept.
-func (o *storedObject) jsonPieces() ([3][]byte, error) {
-	f, err := o.json.get(func() (jsonForm, error) {
+// pieces are a JSON text in pieces written one after the other.
+type pieces [4][]byte
+
+// jsonPieces are the object's JSON in pieces: the stored value up to where its
+// resourceVersion goes, that field, and the rest of the value, so that a LIST copies no
+// stored value and nothing but offsets are kept per version; or, where the resource
+// converts the object or its rules fix it up as it is read, the whole JSON, kept.
+func (o *storedObject) jsonPieces() (pieces, error) {
+	f, err := o.jsonForm()
+	switch {
+	case err != nil:
+		return pieces{}, err
+	case f.whole != nil:
+		return pieces{f.whole}, nil
+	}
+	return pieces{o.value[:f.at], resourceVersionField(o.value, f.at, o.rev), o.value[f.at:]}, nil
+}
+
+// listItemPieces are the object's JSON as an item of a LIST: as kube-apiserver lists a
+// built-in kind, its items carry no kind and apiVersion (the list's do); a custom
+// resource's keep theirs.
+func (o *storedObject) listItemPieces() (pieces, error) {
+	f, err := o.jsonForm()
+	switch {
+	case err != nil:
+		return pieces{}, err
+	case f.item == 0:
+		return o.jsonPieces()
+	case f.whole != nil:
+		return pieces{[]byte("{"), f.whole[f.item:]}, nil
+	}
+	return pieces{[]byte("{"), o.value[f.item:f.at], resourceVersionField(o.value, f.at, o.rev), o.value[f.at:]}, nil
+}
+
+func (o *storedObject) jsonForm() (jsonForm, error) {
+	return o.json.get(func() (jsonForm, error) {
+		custom := registry.IsCustom(o.res.GVK())
 		if o.res.Conversion == nil && o.res.Rules.Decoded == nil {
-			if at, ok := resourceVersionAt(o.value); ok {
-				return jsonForm{at: at}, nil
+			if l, ok := layoutOf(o.value, custom); ok {
+				return jsonForm{at: l.resourceVersion, item: l.item}, nil
 			}
 		}
 		obj, err := o.Object()
@@ -181,22 +212,20 @@ func (o *storedObject) jsonPieces() ([3][]byte, error) {
 			return jsonForm{}, err
 		}
 		whole, err := json.Marshal(obj)
-		return jsonForm{whole: whole}, err
+		if err != nil {
+			return jsonForm{}, err
+		}
+		l, _ := layoutOf(whole, custom)
+		return jsonForm{whole: whole, item: l.item}, nil
 	})
-	switch {
-	case err != nil:
-		return [3][]byte{}, err
-	case f.whole != nil:
-		return [3][]byte{f.whole}, nil
-	}
-	return [3][]byte{o.value[:f.at], resourceVersionField(o.value, f.at, o.rev), o.value[f.at:]}, nil
 }
 
 // jsonForm is how a version's JSON is made: whole, or the stored value with the
-// resourceVersion put in at offset at.
+// resourceVersion put in at offset at; as a LIST's item, from offset item on after an
+// opening brace (0: as it is).
 type jsonForm struct {
-	whole []byte
-	at    int
+	whole    []byte
+	at, item int
 }
 
 // kept is a value made once by its first reader that succeeds: a failure is returned to
@@ -276,63 +305,117 @@ func partialJSON(version string, metadata []byte) []byte {
 }
 
 // storedMetadata is the metadata object of a stored object's JSON with the resourceVersion
-// put in as its first field, as withResourceVersion puts it in the whole object. Only the
-// fields up to metadata (kind and apiVersion, as encodeForStore writes them) are read; what
-// follows is not. ok is false when value is not a JSON object with a metadata object.
+// put in where ObjectMeta's encoding puts it. Only the fields up to metadata (kind
+// and apiVersion, as encodeForStore writes them) are read; what follows is not. ok is false
+// when value is not a JSON object with a metadata object.
 func storedMetadata(value []byte, rev int64) (md []byte, ok bool) {
-	start, end, ok := metadataSpan(value)
+	span, ok := metadataSpanOf(value)
 	if !ok {
 		return nil, false
 	}
-	return withResourceVersionAt(value[start:end], 1, rev), true
+	md = value[span.start:span.end]
+	at := resourceVersionIn(md)
+	return bytes.Join([][]byte{md[:at], resourceVersionField(md, at, rev), md[at:]}, nil), true
 }
 
-// resourceVersionAt is where metadata.resourceVersion goes into a stored object's JSON
-// (which never holds it): as the first field of its metadata, which gives the object
-// decoding and encoding again would, but for the order of its fields. ok is false when
-// value is not a JSON object with a metadata object.
-func resourceVersionAt(value []byte) (at int, ok bool) {
+// jsonLayout is where a stored object's JSON takes its resourceVersion, and where its body
+// as a LIST's item starts (0 when it keeps its kind and apiVersion).
+type jsonLayout struct{ resourceVersion, item int }
+
+// layoutOf lays out a stored object's JSON (which never holds its resourceVersion): the
+// resourceVersion goes where encoding the object would put it, after the metadata fields
+// ObjectMeta declares before it. A built-in kind's item drops kind and apiVersion when they
+// are all that precede its metadata; a custom resource's (custom) keeps them, as in kube.
+// ok is false when value is not a JSON object with a metadata object.
+func layoutOf(value []byte, custom bool) (l jsonLayout, ok bool) {
 	if !json.Valid(value) {
-		return 0, false
+		return l, false
 	}
-	start, _, ok := metadataSpan(value)
-	return start + 1, ok
+	span, ok := metadataSpanOf(value)
+	if !ok {
+		return l, false
+	}
+	if span.afterTypeMeta && !custom {
+		l.item = span.key
+	}
+	l.resourceVersion = span.start + resourceVersionIn(value[span.start:span.end])
+	return l, true
 }
 
-// metadataSpan finds the top-level "metadata" object of a JSON object: value[start:end]. The
-// fields after it are not read.
-func metadataSpan(value []byte) (start, end int, ok bool) {
+// beforeResourceVersion tells the metadata fields ObjectMeta encodes before its
+// resourceVersion.
+func beforeResourceVersion(key string) bool {
+	switch key {
+	case "name", "generateName", "namespace", "selfLink", "uid":
+		return true
+	}
+	return false
+}
+
+// resourceVersionIn is where the resourceVersion goes in md, a valid metadata object: after
+// the fields that come before it, ahead of the first other.
+func resourceVersionIn(md []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(md))
+	if _, err := dec.Token(); err != nil {
+		return 1
+	}
+	at := int(dec.InputOffset())
+	for dec.More() {
+		key, err := dec.Token()
+		if k, _ := key.(string); err != nil || !beforeResourceVersion(k) {
+			break
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			break
+		}
+		at = int(dec.InputOffset())
+	}
+	return at
+}
+
+// metadataSpan is where a JSON object's top-level "metadata" object is: value[start:end],
+// its key at key; afterTypeMeta when only kind and apiVersion come before it.
+type metadataSpan struct {
+	key, start, end int
+	afterTypeMeta   bool
+}
+
+// metadataSpanOf finds the top-level "metadata" object of a JSON object. The fields after
+// it are not read.
+func metadataSpanOf(value []byte) (span metadataSpan, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(value))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return 0, 0, false
+		return span, false
 	}
+	span.afterTypeMeta = true
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return 0, 0, false
+			return span, false
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return 0, 0, false
+			return span, false
 		}
 		if key == "metadata" {
-			end := int(dec.InputOffset())
-			return end - len(raw), end, len(raw) >= 2 && raw[0] == '{'
+			span.end = int(dec.InputOffset())
+			span.start = span.end - len(raw)
+			span.key = bytes.LastIndex(value[:span.start], []byte(`"metadata"`))
+			return span, len(raw) >= 2 && raw[0] == '{'
 		}
+		span.afterTypeMeta = span.afterTypeMeta && (key == "kind" || key == "apiVersion")
 	}
-	return 0, 0, false
+	return span, false
 }
 
-// withResourceVersionAt copies b with a resourceVersion field put at at, just after the
-// opening brace of a metadata object.
-func withResourceVersionAt(b []byte, at int, rev int64) []byte {
-	return bytes.Join([][]byte{b[:at], resourceVersionField(b, at, rev), b[at:]}, nil)
-}
-
-// resourceVersionField is the resourceVersion field that goes into b at at, with the comma
-// when more metadata fields follow.
+// resourceVersionField is the resourceVersion field that goes into b at at, with a comma
+// between it and the field before or after it.
 func resourceVersionField(b []byte, at int, rev int64) []byte {
 	field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
+	if head := bytes.TrimSpace(b[:at]); len(head) > 0 && head[len(head)-1] != '{' {
+		return []byte("," + field)
+	}
 	if rest := bytes.TrimSpace(b[at:]); len(rest) > 0 && rest[0] != '}' {
 		field += ","
 	}

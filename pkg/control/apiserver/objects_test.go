@@ -21,24 +21,55 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func TestWithResourceVersion(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"kind":"Pod","metadata":{"name":"a"},"spec":{}}`: `{"kind":"Pod","metadata":{"resourceVersion":"42","name":"a"},"spec":{}}`,
-		`{"metadata":{}}`: `{"metadata":{"resourceVersion":"42"}}`,
-		`{ "spec": {"metadata": {"x": 1}}, "metadata" : { "n": 1 } }`: `{ "spec": {"metadata": {"x": 1}}, "metadata" : {"resourceVersion":"42", "n": 1 } }`,
-		`{"kind":"Pod"}`:                     "",
-		`{"metadata":"a"}`:                   "",
-		`{"metadata":{"name":"a"}`:           "",
-		`["metadata",{}]`:                    "",
-		`{"kind":"Pod","metadata":{"a":1}}x`: "",
+// The resourceVersion goes where kube-apiserver's encoding puts it: after ObjectMeta's name,
+// generateName, namespace, selfLink and uid. A built-in kind's LIST item drops kind and
+// apiVersion when only they come before its metadata; a custom resource's keeps them.
+func TestLayoutOf(t *testing.T) {
+	for _, tc := range []struct {
+		in         string
+		custom     bool
+		want, item string // "": not laid out
+	}{
+		{`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"d","uid":"u","generation":1,"labels":{"uid":"x"}},"spec":{}}`, false,
+			`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"d","uid":"u","resourceVersion":"42","generation":1,"labels":{"uid":"x"}},"spec":{}}`,
+			`{"metadata":{"name":"a","namespace":"d","uid":"u","resourceVersion":"42","generation":1,"labels":{"uid":"x"}},"spec":{}}`},
+		{`{"kind":"Pod","metadata":{"creationTimestamp":null,"name":"a"}}`, false,
+			`{"kind":"Pod","metadata":{"resourceVersion":"42","creationTimestamp":null,"name":"a"}}`,
+			`{"metadata":{"resourceVersion":"42","creationTimestamp":null,"name":"a"}}`},
+		{`{"metadata":{"name":"a"}}`, false, `{"metadata":{"name":"a","resourceVersion":"42"}}`, `{"metadata":{"name":"a","resourceVersion":"42"}}`},
+		{`{"metadata":{}}`, false, `{"metadata":{"resourceVersion":"42"}}`, `{"metadata":{"resourceVersion":"42"}}`},
+		{`{ "spec": {"metadata": {"x": 1}}, "metadata" : { "n": 1 } }`, false,
+			`{ "spec": {"metadata": {"x": 1}}, "metadata" : {"resourceVersion":"42", "n": 1 } }`,
+			`{ "spec": {"metadata": {"x": 1}}, "metadata" : {"resourceVersion":"42", "n": 1 } }`},
+		{`{"metadata" : { "name": "a" , "x": 1}}`, false, `{"metadata" : { "name": "a","resourceVersion":"42" , "x": 1}}`, `{"metadata" : { "name": "a","resourceVersion":"42" , "x": 1}}`},
+		{`{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a","uid":"u"},"spec":{}}`, true,
+			`{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a","uid":"u","resourceVersion":"42"},"spec":{}}`,
+			`{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a","uid":"u","resourceVersion":"42"},"spec":{}}`},
+		{`{"kind":"Pod"}`, false, "", ""},
+		{`{"metadata":"a"}`, false, "", ""},
+		{`{"metadata":{"name":"a"}`, false, "", ""},
+		{`["metadata",{}]`, false, "", ""},
+		{`{"kind":"Pod","metadata":{"a":1}}x`, false, "", ""},
 	} {
-		at, ok := resourceVersionAt([]byte(in))
-		if ok != (want != "") {
-			t.Errorf("resourceVersionAt(%s) = %v, want %v", in, ok, want != "")
+		l, ok := layoutOf([]byte(tc.in), tc.custom)
+		if ok != (tc.want != "") {
+			t.Errorf("layoutOf(%s) = %v, want %v", tc.in, ok, tc.want != "")
 			continue
 		}
-		if got := withResourceVersionAt([]byte(in), at, 42); ok && string(got) != want {
-			t.Errorf("%s with resourceVersion 42 = %s, want %s", in, got, want)
+		if !ok {
+			continue
+		}
+		b := []byte(tc.in)
+		rv := resourceVersionField(b, l.resourceVersion, 42)
+		if got := string(b[:l.resourceVersion]) + string(rv) + string(b[l.resourceVersion:]); got != tc.want {
+			t.Errorf("%s with resourceVersion 42 = %s, want %s", tc.in, got, tc.want)
+		}
+		item := tc.want
+		if l.item > 0 {
+			item = "{" + string(b[l.item:l.resourceVersion]) + string(rv) + string(b[l.resourceVersion:])
+		}
+		if item != tc.item {
+			t.Errorf("%s as a LIST item = %s, want %s", tc.in, item, tc.item)
 		}
 	}
 }
@@ -63,7 +94,7 @@ func TestEncodingsShareByTheValuesBytes(t *testing.T) {
 	if a.derived != b.derived || !a.json.done.Load() {
 		t.Fatal("two readers of the same bytes derived their JSON twice")
 	}
-	if want := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"7","name":"a","namespace":"default"}}`; string(ja) != want || string(jb) != want {
+	if want := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"default","resourceVersion":"7"}}`; string(ja) != want || string(jb) != want {
 		t.Fatalf("JSON %s and %s, want %s", ja, jb, want)
 	}
 	if unsafe.SliceData(ja) == unsafe.SliceData(jb) || a.json.v.whole != nil {

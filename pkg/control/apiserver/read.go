@@ -131,9 +131,9 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		responsewriters.WriteJSON(w, http.StatusOK, table)
 		return nil
 	case asPartialMetadataList:
-		partial := func(item *storedObject) ([3][]byte, error) {
+		partial := func(item *storedObject) (pieces, error) {
 			body, err := item.PartialMetadata(rep.version)
-			return [3][]byte{body}, err
+			return pieces{body}, err
 		}
 		return writeList(w, metav1.TypeMeta{Kind: asPartialMetadataList, APIVersion: rep.apiVersion()}, listMeta, items, partial)
 	}
@@ -152,7 +152,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		_ = out.Flush()
 		return nil
 	}
-	return writeList(w, metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()}, listMeta, items, (*storedObject).jsonPieces)
+	return writeList(w, metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()}, listMeta, items, (*storedObject).listItemPieces)
 }
 
 // protobufList writes what the protobuf serializer makes of the typed list of kind, but puts
@@ -200,8 +200,8 @@ func protobufList(out io.Writer, kind schema.GroupVersionKind, listMeta metav1.L
 // writeList writes what encoding a typed list would, but puts the items' stored or shared
 // encodings (encode's, in pieces written one after the other) in the list envelope instead
 // of encoding every object.
-func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.ListMeta, items []*storedObject, encode func(*storedObject) ([3][]byte, error)) error {
-	bodies := make([][3][]byte, len(items))
+func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.ListMeta, items []*storedObject, encode func(*storedObject) (pieces, error)) error {
+	bodies := make([]pieces, len(items))
 	for i, item := range items {
 		var err error
 		if bodies[i], err = encode(item); err != nil {

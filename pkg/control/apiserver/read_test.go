@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -281,5 +283,30 @@ func TestListOfCompactedRevision(t *testing.T) {
 	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods", nil).Body.Bytes(), &fresh)
 	if len(fresh.Items) != 4 {
 		t.Errorf("a new list after compaction: %d pods, want 4", len(fresh.Items))
+	}
+}
+
+// A LIST's items of a built-in kind carry no kind and apiVersion (the list's do), a GET's
+// object does, and both put the resourceVersion after the uid, as kube-apiserver's encoding
+// of the typed objects writes them.
+func TestListItemsAsKubeAPIServer(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	const cms = "/api/v1/namespaces/default/configmaps"
+	if w := do(t, h, "POST", cms, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"k": "v"}}); w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	item := regexp.MustCompile(`^\{"metadata":\{"name":"a","namespace":"default","uid":"[-0-9a-f]+","resourceVersion":"[0-9]+","creationTimestamp":"[^"]+".*\},"data":\{"k":"v"\}\}$`)
+	list := do(t, h, "GET", cms+"?fieldSelector=metadata.name=a", nil)
+	var items struct {
+		Kind  string            `json:"kind"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(list.Body.Bytes(), &items); err != nil || items.Kind != "ConfigMapList" || len(items.Items) != 1 || !item.Match(items.Items[0]) {
+		t.Errorf("LIST: %s (%v), want one item matching %s", list.Body, err, item)
+	}
+	get := do(t, h, "GET", cms+"/a", nil)
+	if want := `^\{"kind":"ConfigMap","apiVersion":"v1",` + strings.TrimPrefix(item.String(), `^\{`); !regexp.MustCompile(want).Match(bytes.TrimSpace(get.Body.Bytes())) {
+		t.Errorf("GET: %s, want it to match %s", get.Body, want)
 	}
 }
