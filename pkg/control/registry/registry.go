@@ -186,9 +186,11 @@ type Rules struct {
 }
 
 // StatusKeepsAllMetadata is the StatusMetadata of kinds whose status strategy keeps all
-// the stored metadata (flowcontrol's).
+// the stored metadata but the managed fields, which record the update (flowcontrol's).
 func StatusKeepsAllMetadata(meta, old metav1.Object) {
+	managed := meta.GetManagedFields()
 	*meta.(*metav1.ObjectMeta) = *old.(*metav1.ObjectMeta).DeepCopy()
+	meta.SetManagedFields(managed)
 }
 
 // SubresourceRules prepare and validate an update through one subresource.
