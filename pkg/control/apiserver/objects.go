@@ -401,7 +401,9 @@ func metadataSpanOf(value []byte) (span metadataSpan, ok bool) {
 		if key == "metadata" {
 			span.end = int(dec.InputOffset())
 			span.start = span.end - len(raw)
+			// (a key written with escapes is not found: the item then keeps its type)
 			span.key = bytes.LastIndex(value[:span.start], []byte(`"metadata"`))
+			span.afterTypeMeta = span.afterTypeMeta && span.key > 0
 			return span, len(raw) >= 2 && raw[0] == '{'
 		}
 		span.afterTypeMeta = span.afterTypeMeta && (key == "kind" || key == "apiVersion")

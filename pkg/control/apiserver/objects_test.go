@@ -45,6 +45,7 @@ func TestLayoutOf(t *testing.T) {
 		{`{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a","uid":"u"},"spec":{}}`, true,
 			`{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a","uid":"u","resourceVersion":"42"},"spec":{}}`,
 			`{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a","uid":"u","resourceVersion":"42"},"spec":{}}`},
+		{`{"kind":"Pod","metad\u0061ta":{"name":"a"}}`, false, `{"kind":"Pod","metad\u0061ta":{"name":"a","resourceVersion":"42"}}`, `{"kind":"Pod","metad\u0061ta":{"name":"a","resourceVersion":"42"}}`},
 		{`{"kind":"Pod"}`, false, "", ""},
 		{`{"metadata":"a"}`, false, "", ""},
 		{`{"metadata":{"name":"a"}`, false, "", ""},
@@ -65,7 +66,7 @@ func TestLayoutOf(t *testing.T) {
 			t.Errorf("%s with resourceVersion 42 = %s, want %s", tc.in, got, tc.want)
 		}
 		item := tc.want
-		if l.item > 0 {
+		if l.item != 0 { // as listItemPieces reads it
 			item = "{" + string(b[l.item:l.resourceVersion]) + string(rv) + string(b[l.resourceVersion:])
 		}
 		if item != tc.item {
