@@ -45,6 +45,20 @@ func TestPodSpecificAnnotations(t *testing.T) {
 		"spec.template.spec.containers[0].securityContext.seccompProfile.type: Forbidden: seccomp type in annotation and field must match")
 }
 
+// An alpha tolerations annotation that does not decode is refused with the JSON error kube
+// gives: it decodes into its internal core.Toleration, which has no JSON tags.
+func TestTolerationsAnnotationDecodeErrors(t *testing.T) {
+	for value, want := range map[string]string{
+		`{"a":1}`:      `metadata.annotations: Invalid value: "scheduler.alpha.kubernetes.io/tolerations": json: cannot unmarshal object into Go value of type []core.Toleration`,
+		`[{"key": 5}]`: `metadata.annotations: Invalid value: "scheduler.alpha.kubernetes.io/tolerations": json: cannot unmarshal number into Go struct field Toleration.Key of type string`,
+	} {
+		annotations := map[string]string{corev1.TolerationsAnnotationKey: value}
+		if got := podCreateErrors(metav1.ObjectMeta{Name: "p", Namespace: "default", Annotations: annotations}, func(*corev1.PodSpec) {}); !slices.Equal(got, []string{want}) {
+			t.Errorf("%s:\n got %q\nwant %q", value, got, want)
+		}
+	}
+}
+
 // TestPodSpecificAnnotationUpdates: an update may not change or drop a pod's AppArmor or
 // mirror annotation, nor give it an unreadable deletion cost; a cost stored unreadable may
 // stay, and a status update does not re-check annotations stored before these checks.

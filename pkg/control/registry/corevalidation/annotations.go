@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/internal/deletioncost"
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation/internal/core"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,11 +26,15 @@ func ValidatePodSpecificAnnotations(annotations map[string]string, spec *corev1.
 		errs = append(errs, field.Invalid(path.Key(corev1.MirrorPodAnnotationKey), value, "must set spec.nodeName if mirror pod annotation is set"))
 	}
 	if value := annotations[corev1.TolerationsAnnotationKey]; value != "" {
-		var tolerations []corev1.Toleration
+		var tolerations []core.Toleration // kube's internal type, which its error names
 		if err := json.Unmarshal([]byte(value), &tolerations); err != nil {
 			errs = append(errs, field.Invalid(path, corev1.TolerationsAnnotationKey, err.Error()))
 		} else {
-			errs = append(errs, ValidateTolerations(tolerations, path.Child(corev1.TolerationsAnnotationKey))...)
+			v1 := make([]corev1.Toleration, len(tolerations))
+			for i, t := range tolerations {
+				v1[i] = t.V1()
+			}
+			errs = append(errs, ValidateTolerations(v1, path.Child(corev1.TolerationsAnnotationKey))...)
 		}
 	}
 	if _, err := deletioncost.Of(annotations); err != nil && !allowInvalidDeletionCost {
