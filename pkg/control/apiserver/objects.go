@@ -212,10 +212,10 @@ func (o *storedObject) jsonForm() (jsonForm, error) {
 			return jsonForm{}, err
 		}
 		whole, err := json.Marshal(obj)
-		if err != nil {
-			return jsonForm{}, err
+		if err != nil || custom { // a custom resource's item keeps its kind: nothing to find
+			return jsonForm{whole: whole}, err
 		}
-		l, _ := layoutOf(whole, custom)
+		l, _ := layoutOf(whole, false)
 		return jsonForm{whole: whole, item: l.item}, nil
 	})
 }
