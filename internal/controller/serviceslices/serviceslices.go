@@ -111,13 +111,41 @@ func (b *Base) WatchSlices(slices cache.SharedIndexInformer) error {
 	return err
 }
 
+// staleReport is the retry of a Service whose slice cache still lags at which the lag is
+// reported: with the queue's backoff, about five seconds after the first, where the usual
+// lag of an event is milliseconds.
+const staleReport = 10
+
 // CheckCache is ErrStaleCache when the slices listed for svc miss or predate a write of
-// this controller.
-func (b *Base) CheckCache(svc metav1.Object, existing []*discoveryv1.EndpointSlice) error {
-	if b.tracker.StaleSlices(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: svc.GetNamespace(), Name: svc.GetName()}}, existing) {
-		return ErrStaleCache
+// this controller. A lag that outlasts staleReport retries is logged with the slices as
+// the cache and the API server hold them, to tell a slow cache from one that missed an
+// event.
+func (b *Base) CheckCache(ctx context.Context, svc metav1.Object, existing []*discoveryv1.EndpointSlice) error {
+	if !b.tracker.StaleSlices(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: svc.GetNamespace(), Name: svc.GetName()}}, existing) {
+		return nil
 	}
-	return nil
+	key := svc.GetNamespace() + "/" + svc.GetName()
+	if b.Queue.NumRequeues(key) == staleReport {
+		served, err := b.Client.DiscoveryV1().EndpointSlices(svc.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: b.selector(svc.GetName()).String()})
+		var onServer []string
+		if err == nil {
+			for i := range served.Items {
+				onServer = append(onServer, sliceVersion(&served.Items[i]))
+			}
+		}
+		var cached []string
+		for _, s := range existing {
+			cached = append(cached, sliceVersion(s))
+		}
+		b.Log.Warn("the EndpointSlice cache still lacks this controller's writes", "service", key, "retries", staleReport,
+			"cached", cached, "onServer", onServer, "listErr", err)
+	}
+	return ErrStaleCache
+}
+
+// sliceVersion names a slice's version: name, uid, generation and resourceVersion.
+func sliceVersion(s *discoveryv1.EndpointSlice) string {
+	return fmt.Sprintf("%s uid=%s generation=%d resourceVersion=%s", s.Name, s.UID, s.Generation, s.ResourceVersion)
 }
 
 // Forget drops what the tracker knows of the Service ns/name, once it has no slices to keep.
@@ -133,8 +161,12 @@ func (b *Base) Written(s *discoveryv1.EndpointSlice) {
 
 // Existing is the slices this controller manages for the Service ns/name.
 func (b *Base) Existing(ns, name string) ([]*discoveryv1.EndpointSlice, error) {
-	return b.Slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{
-		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: b.managedBy}))
+	return b.Slices.EndpointSlices(ns).List(b.selector(name))
+}
+
+// selector selects the slices this controller manages for the Service name.
+func (b *Base) selector(name string) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: b.managedBy})
 }
 
 // Write creates, updates and deletes the slices of owner (a Service or Endpoints, named

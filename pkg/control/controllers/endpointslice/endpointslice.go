@@ -106,7 +106,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.Forget(svc.Namespace, svc.Name)
 		return 0, c.DeleteSlices(ctx, existing)
 	}
-	if err := c.CheckCache(svc, existing); err != nil {
+	if err := c.CheckCache(ctx, svc, existing); err != nil {
 		return 0, err
 	}
 	pods, err := servicepods.Selected(c.pods, svc)

@@ -1,11 +1,15 @@
 package endpointslice
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/controller/serviceslices"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +25,7 @@ import (
 // newUnstarted is a controller whose informers are never started: the test fills their
 // caches by hand, so the slice cache lags behind the controller's writes for as long as
 // the test wants. Created slices get a name and uid, as the API server gives them.
-func newUnstarted(t *testing.T) (*Controller, *fake.Clientset, informers.SharedInformerFactory) {
+func newUnstarted(t *testing.T, log *slog.Logger) (*Controller, *fake.Clientset, informers.SharedInformerFactory) {
 	t.Helper()
 	client := fake.NewClientset()
 	created := 0
@@ -35,7 +39,7 @@ func newUnstarted(t *testing.T) (*Controller, *fake.Clientset, informers.SharedI
 	})
 	f := informers.NewSharedInformerFactory(client, 0)
 	c, err := New(client, f.Core().V1().Services(), f.Core().V1().Pods(), f.Core().V1().Nodes(),
-		f.Discovery().V1().EndpointSlices(), record.NewFakeRecorder(10), slog.Default())
+		f.Discovery().V1().EndpointSlices(), record.NewFakeRecorder(10), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +84,7 @@ func slicesOf(t *testing.T, client *fake.Clientset) []discoveryv1.EndpointSlice 
 // create a second slice: it is retried until the cache catches up, as kube's
 // EndpointSliceTracker makes it.
 func TestNoSecondSliceWhileTheCacheLags(t *testing.T) {
-	c, client, f := newUnstarted(t)
+	c, client, f := newUnstarted(t, slog.Default())
 	addWebServiceAndPod(t, f, nil)
 	ctx := context.Background()
 	if _, err := c.sync(ctx, "default/web"); err != nil {
@@ -110,7 +114,7 @@ func TestNoSecondSliceWhileTheCacheLags(t *testing.T) {
 // A Service being deleted gets no new slices: the garbage collector is deleting them, as
 // kube's reconciler says.
 func TestNoSlicesCreatedForAServiceBeingDeleted(t *testing.T) {
-	c, client, f := newUnstarted(t)
+	c, client, f := newUnstarted(t, slog.Default())
 	addWebServiceAndPod(t, f, func(s *corev1.Service) {
 		now := metav1.Now()
 		s.DeletionTimestamp = &now
@@ -121,5 +125,38 @@ func TestNoSlicesCreatedForAServiceBeingDeleted(t *testing.T) {
 	}
 	if got := slicesOf(t, client); len(got) != 0 {
 		t.Fatalf("slices created for a Service being deleted: %d", len(got))
+	}
+}
+
+// A lag that outlasts the retries a cache needs is logged once, with the slices as the
+// cache and the API server hold them: here the server has the slice the cache never got.
+func TestALastingLagIsReported(t *testing.T) {
+	var logs bytes.Buffer
+	c, _, f := newUnstarted(t, slog.New(slog.NewTextHandler(&logs, nil)))
+	addWebServiceAndPod(t, f, nil)
+	ctx := context.Background()
+	if _, err := c.sync(ctx, "default/web"); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	const report = "the EndpointSlice cache still lacks this controller's writes"
+	for retry := 0; retry <= 10; retry++ {
+		if _, err := c.sync(ctx, "default/web"); !errors.Is(err, serviceslices.ErrStaleCache) {
+			t.Fatalf("retry %d: err %v, want the stale-cache error", retry, err)
+		}
+		if reported := strings.Contains(logs.String(), report); reported != (retry == 10) {
+			t.Fatalf("retry %d: reported %v, want a report at the tenth retry only; logs:\n%s", retry, reported, logs.String())
+		}
+		c.Queue.AddRateLimited("default/web")
+	}
+	if _, err := c.sync(ctx, "default/web"); !errors.Is(err, serviceslices.ErrStaleCache) {
+		t.Fatalf("err %v, want the stale-cache error", err)
+	}
+	if n := strings.Count(logs.String(), report); n != 1 {
+		t.Fatalf("reported %d times, want once; logs:\n%s", n, logs.String())
+	}
+	for _, want := range []string{"service=default/web", "cached=[]", "onServer=\"[web-1 uid=web-1 generation=1 resourceVersion="} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("report lacks %q; logs:\n%s", want, logs.String())
+		}
 	}
 }

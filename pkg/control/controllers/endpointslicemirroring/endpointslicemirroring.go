@@ -137,7 +137,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.Forget(ns, name)
 		return 0, c.DeleteSlices(ctx, existing)
 	}
-	if err := c.CheckCache(svc, existing); err != nil {
+	if err := c.CheckCache(ctx, svc, existing); err != nil {
 		return 0, err
 	}
 	return 0, c.reconcile(ctx, ep, existing)
