@@ -3,6 +3,7 @@ package generic
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -262,6 +263,33 @@ func TestNamespaceFinalizersOnlyThroughFinalize(t *testing.T) {
 	}
 	if _, err := st.Get(ctx, Key(nss, "", "going")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the namespace stayed after finalize dropped its finalizers: %v", err)
+	}
+}
+
+// An update through finalize takes the request's metadata and spec and keeps only the
+// stored status, as kube's namespace finalize strategy: its labels are stored too.
+func TestNamespaceFinalizeKeepsOnlyTheStatus(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	nss := s.resource(t, "namespaces")
+	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Update(ctx, nss, "", "kept", UpdateOptions{Subresource: "finalize"}, func(cur runtime.Object) (runtime.Object, error) {
+		ns := cur.(*corev1.Namespace)
+		ns.Labels = map[string]string{"finalized": "yes"}
+		ns.Spec.Finalizers = append(ns.Spec.Finalizers, "example.com/hold")
+		ns.Status.Phase = corev1.NamespaceTerminating
+		return ns, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := got.(*corev1.Namespace)
+	wantLabels := map[string]string{"finalized": "yes", corev1.LabelMetadataName: "kept"}
+	if !maps.Equal(ns.Labels, wantLabels) || len(ns.Spec.Finalizers) != 2 || ns.Spec.Finalizers[1] != "example.com/hold" || ns.Status.Phase != corev1.NamespaceActive {
+		t.Errorf("after finalize: labels %v, finalizers %v, phase %s; want the request's label (and the name's) and finalizers, the stored phase Active",
+			ns.Labels, ns.Spec.Finalizers, ns.Status.Phase)
 	}
 }
 

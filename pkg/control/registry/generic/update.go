@@ -30,10 +30,9 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 				keep(ObjectMeta(obj), ObjectMeta(old))
 			}
 		}
-	case sub == "finalize":
-		obj, err = withField(old, obj, "spec")
-	case sub == "" && res.HasSubresource("status") && !opts.deleting:
-		// (A deletion's write is the stored object; only MarkDeleted changes its status.)
+	case sub == "finalize" || sub == "" && res.HasSubresource("status") && !opts.deleting:
+		// Finalize keeps only the status, as kube's namespace finalize strategy. (A
+		// deletion's write is the stored object; only MarkDeleted changes its status.)
 		obj, err = withField(obj, old, "status")
 	}
 	if err != nil {
