@@ -268,3 +268,43 @@ func managedBy(obj metav1.Object, manager string) string {
 	}
 	return ""
 }
+
+// A namespace's finalize is tracked as kube-apiserver tracks it: the writer owns what it
+// changed, with subresource finalize, and a body without managed fields (as kubectl get
+// prints it) keeps the others' entries.
+func TestFinalizeIsTracked(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	w := do(t, h, "POST", "/api/v1/namespaces?fieldManager=creator", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}})
+	if w.Code != http.StatusCreated {
+		t.Fatalf("creating the namespace: %d %s", w.Code, w.Body)
+	}
+	var ns corev1.Namespace
+	if err := json.Unmarshal(w.Body.Bytes(), &ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.ManagedFields = nil
+	ns.Labels["extra"] = "yes"
+	ns.Spec.Finalizers = append(ns.Spec.Finalizers, "example.com/hold")
+	w = do(t, h, "PUT", "/api/v1/namespaces/going/finalize?fieldManager=finalizer", &ns)
+	if w.Code != http.StatusOK {
+		t.Fatalf("finalize: %d %s", w.Code, w.Body)
+	}
+	var got corev1.Namespace
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if fields := managedBy(&got, "creator"); !strings.Contains(fields, `"f:kubernetes.io/metadata.name"`) {
+		t.Errorf("the creator's fields after finalize %q, want its label's", fields)
+	}
+	var entry *metav1.ManagedFieldsEntry
+	for i, e := range got.ManagedFields {
+		if e.Manager == "finalizer" {
+			entry = &got.ManagedFields[i]
+		}
+	}
+	if entry == nil || entry.Subresource != "finalize" || entry.FieldsV1 == nil ||
+		string(entry.FieldsV1.Raw) != `{"f:metadata":{"f:labels":{"f:extra":{}}},"f:spec":{"f:finalizers":{}}}` {
+		t.Errorf("the finalizer's entry %+v, want subresource finalize owning the label and spec.finalizers", entry)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -124,7 +125,7 @@ func (f *Managers) add(res *registry.Resource) error {
 	if err := f.types.learn(obj); err != nil {
 		return fmt.Errorf("kind %s has no OpenAPI definition (add its package to hack/update-openapi.sh): %w", res.GVK(), err)
 	}
-	for _, sub := range []string{"", "status"} {
+	for _, sub := range append([]string{""}, tracked...) {
 		if !managesFields(res, sub) {
 			continue
 		}
@@ -137,13 +138,16 @@ func (f *Managers) add(res *registry.Resource) error {
 	return nil
 }
 
-// managesFields tells whether writes through a (sub)resource are tracked: the resource
-// itself and its status are, other subresources (binding, scale) are not.
+// tracked are the subresources whose writes are tracked beside the resource's own: a
+// namespace's finalize as its status. Others (binding, scale) are not, or not this way.
+var tracked = []string{"status", "finalize"}
+
+// managesFields tells whether writes through a (sub)resource are tracked.
 func managesFields(res *registry.Resource, subresource string) bool {
-	return subresource == "" || subresource == "status" && res.HasSubresource("status")
+	return subresource == "" || slices.Contains(tracked, subresource) && res.HasSubresource(subresource)
 }
 
-// newManager builds the field manager of a resource or of its status subresource.
+// newManager builds the field manager of a resource or of one of its tracked subresources.
 func (f *Managers) newManager(tc managedfields.TypeConverter, res *registry.Resource, subresource string) (*managedfields.FieldManager, error) {
 	build := managedfields.NewDefaultFieldManager
 	if res.TypeConverter != nil {
