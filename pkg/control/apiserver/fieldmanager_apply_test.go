@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -306,5 +307,47 @@ func TestFinalizeIsTracked(t *testing.T) {
 	if entry == nil || entry.Subresource != "finalize" || entry.FieldsV1 == nil ||
 		string(entry.FieldsV1.Raw) != `{"f:metadata":{"f:labels":{"f:extra":{}}},"f:spec":{"f:finalizers":{}}}` {
 		t.Errorf("the finalizer's entry %+v, want subresource finalize owning the label and spec.finalizers", entry)
+	}
+}
+
+// A pod's resize and ephemeralcontainers writes are tracked as kube-apiserver tracks them:
+// an Update entry with the subresource's name owning only what it may change (the
+// entries below are kube-apiserver v1.36.3's for these patches).
+func TestPodSubresourcesAreTracked(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	const pods = "/api/v1/namespaces/default/pods"
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rp"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "c", Image: "registry.invalid/app:1", Resources: corev1.ResourceRequirements{Requests: cpu, Limits: cpu}}}}}
+	if w := do(t, h, "POST", pods+"?fieldManager=creator", pod); w.Code != http.StatusCreated {
+		t.Fatalf("creating the pod: %d %s", w.Code, w.Body)
+	}
+	for _, c := range []struct{ sub, patch, want string }{
+		{"resize", `{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m"},"limits":{"cpu":"200m"}}}]}}`,
+			`{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{"f:resources":{"f:limits":{"f:cpu":{}},"f:requests":{"f:cpu":{}}}}}}}`},
+		{"ephemeralcontainers", `{"spec":{"ephemeralContainers":[{"name":"dbg","image":"registry.invalid/dbg:1","targetContainerName":"c"}]}}`,
+			`{"f:spec":{"f:ephemeralContainers":{".":{},"k:{\"name\":\"dbg\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:targetContainerName":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}}}}`},
+	} {
+		w := patchAs(h, "application/strategic-merge-patch+json", pods+"/rp/"+c.sub+"?fieldManager="+c.sub+"-writer", c.patch)
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", c.sub, w.Code, w.Body)
+		}
+		var got corev1.Pod
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		var entry *metav1.ManagedFieldsEntry
+		for i, e := range got.ManagedFields {
+			if e.Manager == c.sub+"-writer" {
+				entry = &got.ManagedFields[i]
+			}
+		}
+		if entry == nil || entry.Subresource != c.sub || entry.FieldsV1 == nil || string(entry.FieldsV1.Raw) != c.want {
+			t.Errorf("%s: the writer's entry %+v, want subresource %s owning %s", c.sub, entry, c.sub, c.want)
+		}
+		if fields := managedBy(&got, "creator"); !strings.Contains(fields, `"f:image"`) {
+			t.Errorf("%s: the creator's fields %q, want its container's image still", c.sub, fields)
+		}
 	}
 }

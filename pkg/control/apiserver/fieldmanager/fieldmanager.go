@@ -139,8 +139,9 @@ func (f *Managers) add(res *registry.Resource) error {
 }
 
 // tracked are the subresources whose writes are tracked beside the resource's own: a
-// namespace's finalize as its status. Others (binding, scale) are not, or not this way.
-var tracked = []string{"status", "finalize"}
+// namespace's finalize as its status, a pod's resize and ephemeralcontainers with only the
+// fields they change. Others (binding, scale) are not, or not this way.
+var tracked = []string{"status", "finalize", "resize", "ephemeralcontainers"}
 
 // managesFields tells whether writes through a (sub)resource are tracked.
 func managesFields(res *registry.Resource, subresource string) bool {
@@ -237,6 +238,16 @@ func (g *goTypes) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOpti
 func resetFields(res *registry.Resource, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
 	var reset string
 	switch {
+	case subresource == "resize": // what a writer may change there is all it owns, as kube's podResizeStrategy
+		return map[fieldpath.APIVersion]fieldpath.Filter{"v1": fieldpath.NewIncludeMatcherFilter(
+			fieldpath.MakePrefixMatcherOrDie("spec", "containers", fieldpath.MatchAnyPathElement(), "resources"),
+			fieldpath.MakePrefixMatcherOrDie("spec", "containers", fieldpath.MatchAnyPathElement(), "resizePolicy"),
+			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resources"),
+			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resizePolicy"),
+		)}
+	case subresource == "ephemeralcontainers":
+		return map[fieldpath.APIVersion]fieldpath.Filter{"v1": fieldpath.NewIncludeMatcherFilter(
+			fieldpath.MakePrefixMatcherOrDie("spec", "ephemeralContainers"))}
 	case subresource == "status":
 		reset = "spec"
 	case res.HasSubresource("status"):
