@@ -1,7 +1,13 @@
 package apiserver
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +16,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -348,6 +355,78 @@ func TestPodSubresourcesAreTracked(t *testing.T) {
 		}
 		if fields := managedBy(&got, "creator"); !strings.Contains(fields, `"f:image"`) {
 			t.Errorf("%s: the creator's fields %q, want its container's image still", c.sub, fields)
+		}
+	}
+}
+
+// A CSR's managed fields are kube-apiserver's: its writers own neither spec nor status, so
+// one created without labels has none and its approval records nothing (an object managed
+// by nobody stays so); with a label, the approver owns its Approved condition, with
+// subresource approval.
+func TestCSRManagedFieldsAsKube(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "u1"}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+	approve := func(name string) *certificatesv1.CertificateSigningRequest {
+		t.Helper()
+		w := do(t, h, "GET", csrs+"/"+name, nil)
+		var csr certificatesv1.CertificateSigningRequest
+		if err := json.Unmarshal(w.Body.Bytes(), &csr); err != nil {
+			t.Fatalf("reading %s: %s", name, w.Body)
+		}
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "KubectlApprove"})
+		if w = do(t, h, "PUT", csrs+"/"+name+"/approval?fieldManager=approver", &csr); w.Code != http.StatusOK {
+			t.Fatalf("approving %s: %d %s", name, w.Code, w.Body)
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &csr); err != nil {
+			t.Fatal(err)
+		}
+		return &csr
+	}
+	for _, labels := range []map[string]string{nil, {"a": "b"}} {
+		name := "plain"
+		if labels != nil {
+			name = "labelled"
+		}
+		csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: "example.com/signer",
+				Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+				Usages:  []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}}}
+		w := do(t, h, "POST", csrs+"?fieldManager=creator", csr)
+		if w.Code != http.StatusCreated {
+			t.Fatalf("creating %s: %d %s", name, w.Code, w.Body)
+		}
+		var created certificatesv1.CertificateSigningRequest
+		if err := json.Unmarshal(w.Body.Bytes(), &created); err != nil {
+			t.Fatal(err)
+		}
+		approved := approve(name)
+		if labels == nil {
+			if len(created.ManagedFields)+len(approved.ManagedFields) != 0 {
+				t.Errorf("%s: managed fields %+v, then %+v after approval; want none", name, created.ManagedFields, approved.ManagedFields)
+			}
+			continue
+		}
+		if fields := managedBy(&created, "creator"); fields != `{"f:metadata":{"f:labels":{".":{},"f:a":{}}}}` {
+			t.Errorf("%s: the creator's fields %s, want its label's only", name, fields)
+		}
+		var entry *metav1.ManagedFieldsEntry
+		for i, e := range approved.ManagedFields {
+			if e.Manager == "approver" {
+				entry = &approved.ManagedFields[i]
+			}
+		}
+		if entry == nil || entry.Subresource != "approval" || entry.FieldsV1 == nil || !strings.Contains(string(entry.FieldsV1.Raw), `"k:{\"type\":\"Approved\"}"`) {
+			t.Errorf("%s: the approver's entry %+v, want subresource approval owning the Approved condition", name, entry)
 		}
 	}
 }

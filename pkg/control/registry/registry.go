@@ -25,6 +25,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // IsCustom tells a custom resource's kind, which the scheme of built-in kinds does not know.
@@ -179,6 +180,11 @@ type Rules struct {
 	// named subresource, where a kind's rules differ by subresource (a CSR's status and
 	// approval). An "approval" update takes status from the body, like "status".
 	SubresourceUpdates map[string]SubresourceRules
+	// ManagedFieldsReset are, by subresource ("" for the resource itself), the fields a
+	// write there owns none of in managedFields, where the kind's Kubernetes strategy
+	// (GetResetFields, GetResetFieldsFilter) differs from the default: the status on the
+	// resource, the spec on status.
+	ManagedFieldsReset map[string]fieldpath.Filter
 	// StatusMetadata puts back what an update through status (or approval) may not change
 	// of the metadata. The rest comes from the body, as most of Kubernetes' status
 	// strategies reset only the spec; nil puts back nothing.

@@ -138,10 +138,9 @@ func (f *Managers) add(res *registry.Resource) error {
 	return nil
 }
 
-// tracked are the subresources whose writes are tracked beside the resource's own: a
-// namespace's finalize as its status, a pod's resize and ephemeralcontainers with only the
-// fields they change. Others (binding, scale) are not, or not this way.
-var tracked = []string{"status", "finalize", "resize", "ephemeralcontainers"}
+// tracked are the subresources whose writes are tracked beside the resource's own. Others
+// (binding, scale) are not, or not this way.
+var tracked = []string{"status", "finalize", "approval", "resize", "ephemeralcontainers"}
 
 // managesFields tells whether writes through a (sub)resource are tracked.
 func managesFields(res *registry.Resource, subresource string) bool {
@@ -234,20 +233,15 @@ func (g *goTypes) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOpti
 }
 
 // resetFields are the fields a write through (sub)resource cannot change, so nobody comes to
-// own them by it: the status through the main resource, the spec through status.
+// own them by it: the kind's ManagedFieldsReset, else the status through the main resource
+// and the spec through status.
 func resetFields(res *registry.Resource, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
+	gv := fieldpath.APIVersion(res.GroupVersion().String())
+	if f, ok := res.Rules.ManagedFieldsReset[subresource]; ok {
+		return map[fieldpath.APIVersion]fieldpath.Filter{gv: f}
+	}
 	var reset string
 	switch {
-	case subresource == "resize": // what a writer may change there is all it owns, as kube's podResizeStrategy
-		return map[fieldpath.APIVersion]fieldpath.Filter{"v1": fieldpath.NewIncludeMatcherFilter(
-			fieldpath.MakePrefixMatcherOrDie("spec", "containers", fieldpath.MatchAnyPathElement(), "resources"),
-			fieldpath.MakePrefixMatcherOrDie("spec", "containers", fieldpath.MatchAnyPathElement(), "resizePolicy"),
-			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resources"),
-			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resizePolicy"),
-		)}
-	case subresource == "ephemeralcontainers":
-		return map[fieldpath.APIVersion]fieldpath.Filter{"v1": fieldpath.NewIncludeMatcherFilter(
-			fieldpath.MakePrefixMatcherOrDie("spec", "ephemeralContainers"))}
 	case subresource == "status":
 		reset = "spec"
 	case res.HasSubresource("status"):
@@ -256,7 +250,7 @@ func resetFields(res *registry.Resource, subresource string) map[fieldpath.APIVe
 		return nil
 	}
 	return map[fieldpath.APIVersion]fieldpath.Filter{
-		fieldpath.APIVersion(res.GroupVersion().String()): fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie(reset))),
+		gv: fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie(reset))),
 	}
 }
 

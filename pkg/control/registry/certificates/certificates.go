@@ -25,6 +25,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // certificates.k8s.io/v1 CertificateSigningRequest, as kube-apiserver's registry has it:
@@ -85,6 +86,14 @@ var CSRRules = registry.Rules{
 				return validateCSRUpdate(obj, old, func(o *csrValidation) { o.allowSettingApprovalConditions = true })
 			},
 		},
+	},
+	// As kube's CSR strategies: the resource's writers own neither spec nor status (a CSR
+	// created with no labels has no managed fields), the status writer not the conditions,
+	// the approver not the certificate.
+	ManagedFieldsReset: map[string]fieldpath.Filter{
+		"":         fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status"))),
+		"status":   fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "conditions"))),
+		"approval": fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "certificate"))),
 	},
 	Fields: func(obj runtime.Object) fields.Set {
 		return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}

@@ -27,6 +27,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/poddefaults"
@@ -114,6 +115,18 @@ var PodRules = registry.Rules{
 	},
 	Table:              podTable,
 	SubresourceUpdates: map[string]registry.SubresourceRules{"ephemeralcontainers": podEphemeralContainersUpdate, "resize": podResizeUpdate},
+	// As kube's pod strategies: resize and ephemeralcontainers writers own only what they
+	// may change.
+	ManagedFieldsReset: map[string]fieldpath.Filter{
+		"status": fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("spec"),
+			fieldpath.MakePathOrDie("metadata", "deletionTimestamp"), fieldpath.MakePathOrDie("metadata", "ownerReferences"))),
+		"resize": fieldpath.NewIncludeMatcherFilter(
+			fieldpath.MakePrefixMatcherOrDie("spec", "containers", fieldpath.MatchAnyPathElement(), "resources"),
+			fieldpath.MakePrefixMatcherOrDie("spec", "containers", fieldpath.MatchAnyPathElement(), "resizePolicy"),
+			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resources"),
+			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resizePolicy")),
+		"ephemeralcontainers": fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie("spec", "ephemeralContainers")),
+	},
 	GracefulDelete: func(obj runtime.Object, requested *int64) (int64, bool) {
 		p := obj.(*corev1.Pod)
 		// An unscheduled or finished pod has nothing running to stop: no grace, but still
