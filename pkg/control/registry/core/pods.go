@@ -56,6 +56,7 @@ var PodRules = registry.Rules{
 		pod := obj.(*corev1.Pod)
 		poddefaults.Pod(pod)
 		clampGracePeriod(pod)
+		podIPsAsKube(&pod.Status)
 	},
 	// The priority is the Priority admission plugin's to set (it refuses a pod whose
 	// priority differs from its class's); Default gives 0 to a pod that got none.
@@ -64,6 +65,7 @@ var PodRules = registry.Rules{
 		priority := pod.Spec.Priority
 		poddefaults.Pod(pod)
 		clampGracePeriod(pod)
+		podIPsAsKube(&pod.Status)
 		pod.Spec.Priority = priority
 	},
 	PrepareCreateWarnings: func(obj runtime.Object) []string { return appArmorAnnotationWarnings(obj.(*corev1.Pod)) },
@@ -525,6 +527,18 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// podIPsAsKube is what kube's round trip through its internal PodStatus, which has only
+// podIPs, makes of podIP and podIPs: podIP wins when both are sent and differ (as for older
+// kubelets), podIPs takes podIP when sent alone, and podIP is podIPs[0].
+func podIPsAsKube(s *corev1.PodStatus) {
+	if s.PodIP != "" && (len(s.PodIPs) == 0 || s.PodIPs[0].IP != s.PodIP) {
+		s.PodIPs = []corev1.PodIP{{IP: s.PodIP}}
+	}
+	if len(s.PodIPs) > 0 {
+		s.PodIP = s.PodIPs[0].IP
+	}
 }
 
 // clampGracePeriod makes a negative terminationGracePeriodSeconds 1, as kube's conversion
