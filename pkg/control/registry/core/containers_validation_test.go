@@ -184,6 +184,9 @@ func TestContainersValidation(t *testing.T) {
 		}, want: []string{
 			`spec.containers[1].ports[0].hostPort: Duplicate value: "TCP//8080"`,
 			`spec.initContainers[0].ports[1].hostPort: Duplicate value: "TCP//8080"`}},
+		"no containers": {change: func(s *corev1.PodSpec, _ *corev1.Container) {
+			s.Containers = nil
+		}, want: []string{`spec.containers: Required value`}},
 		"securityContext": {change: func(_ *corev1.PodSpec, c *corev1.Container) {
 			unmasked, localhost := corev1.UnmaskedProcMount, "/abs.json"
 			c.SecurityContext = &corev1.SecurityContext{RunAsUser: int64p(-1), RunAsGroup: int64p(1 << 31), ProcMount: &unmasked,

@@ -117,8 +117,9 @@ var PodRules = registry.Rules{
 	},
 	Table:              podTable,
 	SubresourceUpdates: map[string]registry.SubresourceRules{"ephemeralcontainers": podEphemeralContainersUpdate, "resize": podResizeUpdate},
-	// As kube's pod strategies: resize and ephemeralcontainers writers own only what they
-	// may change.
+	// As kube's pod strategies: status writers own neither the spec nor the deletion
+	// timestamp and owner references; resize and ephemeralcontainers writers own only what
+	// they may change.
 	ManagedFieldsReset: map[string]fieldpath.Filter{
 		"status": fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("spec"),
 			fieldpath.MakePathOrDie("metadata", "deletionTimestamp"), fieldpath.MakePathOrDie("metadata", "ownerReferences"))),

@@ -30,7 +30,7 @@ import (
 func validatePodSpecContainers(spec *corev1.PodSpec, path *field.Path, names sets.Set[string]) field.ErrorList {
 	var errs field.ErrorList
 	if len(spec.Containers) == 0 {
-		errs = append(errs, field.Required(path.Child("containers"), "must have at least one container"))
+		errs = append(errs, field.Required(path.Child("containers"), ""))
 	}
 	// Regular containers first, as kube: an init container named as one is the duplicate.
 	pod := podOfContainers(spec)
