@@ -181,9 +181,10 @@ func SliceRecordOf(s *discoveryv1.EndpointSlice) *SliceRecord {
 	r := &SliceRecord{Namespace: intern(s.Namespace), Name: s.Name, ResourceVersion: s.ResourceVersion,
 		Service: s.Labels[discoveryv1.LabelServiceName], AddressType: canonical(s.AddressType, discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN)}
 	for _, p := range s.Ports {
-		// A port without a number means "all ports": nothing a proxy can send to. Port
-		// names are unique within a slice, so dropping it loses no other match.
-		if p.Port != nil {
+		// A port without a number means "all ports": nothing a proxy can send to, nor
+		// is one out of range (the API server takes any number, as kube's). Port names
+		// are unique within a slice, so dropping it loses no other match.
+		if p.Port != nil && *p.Port > 0 && *p.Port <= 65535 {
 			r.Ports = append(r.Ports, SliceRecordPort{Name: ptr.Deref(p.Name, ""), Protocol: orTCP(ptr.Deref(p.Protocol, "")), Port: *p.Port})
 		}
 	}

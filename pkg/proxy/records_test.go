@@ -193,6 +193,20 @@ func TestEndpointConditionsAsKubeProxyReadsThem(t *testing.T) {
 	}
 }
 
+// The API server takes any number as a slice's port, as kube-apiserver does; one no
+// packet can be sent to (0, negative, above 65535) gives no endpoint, where it would
+// have failed the restore of the whole table.
+func TestSlicePortOutOfRangeGivesNoEndpoint(t *testing.T) {
+	svc := testService("web", "10.96.0.1")
+	for _, port := range []int32{0, -1, 70000} {
+		s := testSlice("web", "10.244.0.5")
+		s.Ports[0].Port = ptr.To(port)
+		if sp := servicePort(svc, &svc.Spec.Ports[0], []*discoveryv1.EndpointSlice{s}, "node-1"); len(sp.Endpoints) > 0 {
+			t.Errorf("port %d: endpoints %#v, want none", port, sp.Endpoints)
+		}
+	}
+}
+
 // externalTrafficPolicy Local applies to a port that external traffic reaches (a node
 // port, an external or load balancer IP), as kube-proxy's UsesLocalEndpoints: a
 // LoadBalancer without node ports waiting for its address has none, and no KUBE-SVL.

@@ -16,10 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
+	"k8s.io/utils/ptr"
 )
 
 // Limits of one EndpointSlice, as in Kubernetes.
@@ -27,6 +30,8 @@ const (
 	maxSliceEndpoints = 1000
 	maxSliceAddresses = 100
 	maxSlicePorts     = 20000
+	maxTopologyLabels = 16
+	maxHints          = 8 // zones, and nodes
 )
 
 var EndpointsRules = registry.Rules{
@@ -40,7 +45,10 @@ var EndpointsRules = registry.Rules{
 			}
 		}
 	},
-	Validate: func(obj runtime.Object) field.ErrorList { return validateEndpoints(obj.(*corev1.Endpoints)) },
+	Validate: func(obj runtime.Object) field.ErrorList { return validateEndpoints(obj.(*corev1.Endpoints), nil) },
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		return validateEndpoints(obj.(*corev1.Endpoints), old.(*corev1.Endpoints))
+	},
 	Table: &registry.TableDef{
 		Columns: []metav1.TableColumnDefinition{registry.NameColumn, registry.Column("Endpoints", "string", corev1.Endpoints{}.SwaggerDoc()["subsets"], false), registry.AgeColumn},
 		Row: func(obj runtime.Object) []any {
@@ -50,27 +58,29 @@ var EndpointsRules = registry.Rules{
 	},
 }
 
-func validateEndpoints(ep *corev1.Endpoints) field.ErrorList {
+// validateEndpoints is kube's ValidateEndpoints: subsets an update leaves as stored are
+// not checked again (older versions took them).
+func validateEndpoints(ep, old *corev1.Endpoints) field.ErrorList {
 	errs := registry.ValidateMeta(ep, true, validation.NameIsDNSSubdomain)
-	for i, ss := range ep.Subsets {
+	subsetErrs := validateEndpointSubsets(ep.Subsets)
+	if len(subsetErrs) > 0 && old != nil && equality.Semantic.DeepEqual(old.Subsets, ep.Subsets) {
+		subsetErrs = nil
+	}
+	return append(errs, subsetErrs...)
+}
+
+func validateEndpointSubsets(subsets []corev1.EndpointSubset) field.ErrorList {
+	var errs field.ErrorList
+	for i, ss := range subsets {
 		path := field.NewPath("subsets").Index(i)
 		if len(ss.Addresses) == 0 && len(ss.NotReadyAddresses) == 0 {
 			errs = append(errs, field.Required(path, "must specify `addresses` or `notReadyAddresses`"))
 		}
-		for _, set := range []struct {
-			name  string
-			addrs []corev1.EndpointAddress
-		}{{"addresses", ss.Addresses}, {"notReadyAddresses", ss.NotReadyAddresses}} {
-			for j, a := range set.addrs {
-				ap := path.Child(set.name).Index(j)
-				errs = append(errs, validateEndpointIP(a.IP, ap.Child("ip"), legacyIP(nil))...)
-				if a.Hostname != "" {
-					errs = append(errs, corevalidation.InvalidEach(ap.Child("hostname"), a.Hostname, utilvalidation.IsDNS1123Label(a.Hostname))...)
-				}
-				if a.NodeName != nil {
-					errs = append(errs, corevalidation.InvalidEach(ap.Child("nodeName"), *a.NodeName, validation.NameIsDNSSubdomain(*a.NodeName, false))...)
-				}
-			}
+		for j, a := range ss.Addresses {
+			errs = append(errs, validateEndpointAddress(a, path.Child("addresses").Index(j))...)
+		}
+		for j, a := range ss.NotReadyAddresses {
+			errs = append(errs, validateEndpointAddress(a, path.Child("notReadyAddresses").Index(j))...)
 		}
 		for j, p := range ss.Ports {
 			pp := path.Child("ports").Index(j)
@@ -79,9 +89,34 @@ func validateEndpoints(ep *corev1.Endpoints) field.ErrorList {
 			if !slices.Contains(registry.ServiceProtocols, p.Protocol) {
 				errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, registry.ServiceProtocols))
 			}
+			errs = append(errs, validateAppProtocol(p.AppProtocol, pp.Child("appProtocol"))...)
 		}
 	}
 	return errs
+}
+
+// validateEndpointAddress is kube's, in its order: the IP as a legacy field, the hostname
+// and node name, then the IP's range, which names an IP that does not parse once more.
+func validateEndpointAddress(a corev1.EndpointAddress, path *field.Path) field.ErrorList {
+	errs := legacyIP(nil)(path.Child("ip"), a.IP)
+	if a.Hostname != "" {
+		errs = append(errs, corevalidation.InvalidEach(path.Child("hostname"), a.Hostname, utilvalidation.IsDNS1123Label(a.Hostname))...)
+	}
+	if a.NodeName != nil {
+		errs = append(errs, corevalidation.InvalidEach(path.Child("nodeName"), *a.NodeName, validation.NameIsDNSSubdomain(*a.NodeName, false))...)
+	}
+	if netutils.ParseIPSloppy(a.IP) == nil {
+		return append(errs, field.Invalid(path.Child("ip"), a.IP, "must be a valid IP address"))
+	}
+	return append(errs, endpointIPRange(a.IP, path.Child("ip"))...)
+}
+
+// validateAppProtocol is kube's check of a port's appProtocol: a qualified name.
+func validateAppProtocol(appProtocol *string, path *field.Path) field.ErrorList {
+	if appProtocol == nil {
+		return nil
+	}
+	return corevalidation.InvalidEach(path, *appProtocol, utilvalidation.IsQualifiedName(*appProtocol))
 }
 
 // legacyIP is kube's check of an IP in a field that always took one: any form but leading
@@ -105,7 +140,7 @@ func validateEndpointIP(ip string, path *field.Path, valid func(*field.Path, str
 // endpointIPRange is kube's ValidateEndpointIP for an address already known to be an IP:
 // not the unspecified, loopback or link-local addresses.
 func endpointIPRange(ip string, path *field.Path) field.ErrorList {
-	addr := net.ParseIP(ip)
+	addr := netutils.ParseIPSloppy(ip)
 	var msg string
 	switch {
 	case addr.IsUnspecified():
@@ -199,12 +234,16 @@ var EndpointSliceRules = registry.Rules{
 			}
 		}
 	},
+	PrepareCreate: func(obj runtime.Object) { dropDeprecatedTopology(obj.(*discoveryv1.EndpointSlice), nil) },
+	PrepareUpdate: func(obj, old runtime.Object) {
+		dropDeprecatedTopology(obj.(*discoveryv1.EndpointSlice), old.(*discoveryv1.EndpointSlice))
+	},
 	Validate: func(obj runtime.Object) field.ErrorList {
-		return validateEndpointSlice(obj.(*discoveryv1.EndpointSlice))
+		return validateEndpointSlice(obj.(*discoveryv1.EndpointSlice), nil)
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		s, o := obj.(*discoveryv1.EndpointSlice), old.(*discoveryv1.EndpointSlice)
-		return append(validateEndpointSlice(s), registry.Immutable(s.AddressType, o.AddressType, field.NewPath("addressType"))...)
+		return append(validateEndpointSlice(s, o), registry.Immutable(s.AddressType, o.AddressType, field.NewPath("addressType"))...)
 	},
 	Table: &registry.TableDef{
 		Columns: []metav1.TableColumnDefinition{
@@ -235,54 +274,160 @@ var EndpointSliceRules = registry.Rules{
 	},
 }
 
-var addressTypes = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN}
+// The address types, sorted as kube lists them.
+var addressTypes = []discoveryv1.AddressType{discoveryv1.AddressTypeFQDN, discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
 
-func validateEndpointSlice(s *discoveryv1.EndpointSlice) field.ErrorList {
+// validateEndpointSlice is kube's, in its order: the address type, the ports, then the
+// endpoints, which an update that leaves them as stored does not check again.
+func validateEndpointSlice(s, old *discoveryv1.EndpointSlice) field.ErrorList {
 	errs := registry.ValidateMeta(s, true, validation.NameIsDNSSubdomain)
-	if !slices.Contains(addressTypes, s.AddressType) {
+	switch {
+	case s.AddressType == "":
+		errs = append(errs, field.Required(field.NewPath("addressType"), ""))
+	case !slices.Contains(addressTypes, s.AddressType):
 		errs = append(errs, field.NotSupported(field.NewPath("addressType"), s.AddressType, addressTypes))
 	}
-	endpoints := field.NewPath("endpoints")
-	if len(s.Endpoints) > maxSliceEndpoints {
-		errs = append(errs, field.TooMany(endpoints, len(s.Endpoints), maxSliceEndpoints))
+	errs = append(errs, validateSlicePorts(s.Ports)...)
+	endpointErrs := validateSliceEndpoints(s.Endpoints, s.AddressType)
+	if len(endpointErrs) > 0 && old != nil && equality.Semantic.DeepEqual(old.Endpoints, s.Endpoints) {
+		endpointErrs = nil
 	}
-	for i, e := range s.Endpoints {
-		ap := endpoints.Index(i).Child("addresses")
+	return append(errs, endpointErrs...)
+}
+
+// validateSlicePorts is kube's: names (defaulted to "") unique, protocols known; the
+// port number is not checked.
+func validateSlicePorts(ports []discoveryv1.EndpointPort) field.ErrorList {
+	path := field.NewPath("ports")
+	if len(ports) > maxSlicePorts {
+		return field.ErrorList{field.TooMany(path, len(ports), maxSlicePorts)}
+	}
+	var errs field.ErrorList
+	names := sets.New[string]()
+	for i, p := range ports {
+		pp := path.Index(i)
+		name := ptr.Deref(p.Name, "")
+		errs = append(errs, validatePortName(name, false, pp.Child("name"))...)
+		if names.Has(name) {
+			errs = append(errs, field.Duplicate(pp.Child("name"), name))
+		}
+		names.Insert(name)
+		switch {
+		case p.Protocol == nil:
+			errs = append(errs, field.Required(pp.Child("protocol"), ""))
+		case !slices.Contains(registry.ServiceProtocols, *p.Protocol):
+			errs = append(errs, field.NotSupported(pp.Child("protocol"), *p.Protocol, registry.ServiceProtocols))
+		}
+		errs = append(errs, validateAppProtocol(p.AppProtocol, pp.Child("appProtocol"))...)
+	}
+	return errs
+}
+
+// validateSliceEndpoints is kube's: addresses of the slice's type (an unknown type's are
+// not checked), node names, hostnames and hints.
+func validateSliceEndpoints(endpoints []discoveryv1.Endpoint, t discoveryv1.AddressType) field.ErrorList {
+	path := field.NewPath("endpoints")
+	if len(endpoints) > maxSliceEndpoints {
+		return field.ErrorList{field.TooMany(path, len(endpoints), maxSliceEndpoints)}
+	}
+	var errs field.ErrorList
+	for i, e := range endpoints {
+		ep := path.Index(i)
+		ap := ep.Child("addresses")
 		switch {
 		case len(e.Addresses) == 0:
 			errs = append(errs, field.Required(ap, "must contain at least 1 address"))
 		case len(e.Addresses) > maxSliceAddresses:
 			errs = append(errs, field.TooMany(ap, len(e.Addresses), maxSliceAddresses))
 		}
-		for j, a := range e.Addresses {
-			errs = append(errs, validateSliceAddress(s.AddressType, a, ap, j)...)
-		}
-		if e.Hostname != nil {
-			errs = append(errs, corevalidation.InvalidEach(endpoints.Index(i).Child("hostname"), *e.Hostname, utilvalidation.IsDNS1123Label(*e.Hostname))...)
-		}
-	}
-	ports := field.NewPath("ports")
-	if len(s.Ports) > maxSlicePorts {
-		errs = append(errs, field.TooMany(ports, len(s.Ports), maxSlicePorts))
-	}
-	names := sets.New[string]()
-	for i, p := range s.Ports {
-		pp := ports.Index(i)
-		if p.Name != nil {
-			errs = append(errs, validatePortName(*p.Name, false, pp.Child("name"))...)
-			if names.Has(*p.Name) {
-				errs = append(errs, field.Duplicate(pp.Child("name"), *p.Name))
+		if slices.Contains(addressTypes, t) {
+			for j, a := range e.Addresses {
+				errs = append(errs, validateSliceAddress(t, a, ap, j)...)
 			}
-			names.Insert(*p.Name)
 		}
-		if p.Protocol != nil && !slices.Contains(registry.ServiceProtocols, *p.Protocol) {
-			errs = append(errs, field.NotSupported(pp.Child("protocol"), *p.Protocol, registry.ServiceProtocols))
+		if e.NodeName != nil {
+			errs = append(errs, corevalidation.InvalidEach(ep.Child("nodeName"), *e.NodeName, validation.NameIsDNSSubdomain(*e.NodeName, false))...)
 		}
-		if p.Port != nil {
-			errs = append(errs, registry.ValidatePort(*p.Port, pp.Child("port"))...)
+		errs = append(errs, validateDeprecatedTopology(e.DeprecatedTopology, ep.Child("deprecatedTopology"))...)
+		if e.Hostname != nil {
+			errs = append(errs, corevalidation.InvalidEach(ep.Child("hostname"), *e.Hostname, utilvalidation.IsDNS1123Label(*e.Hostname))...)
+		}
+		if e.Hints != nil {
+			errs = append(errs, validateHints(e.Hints, ep.Child("hints"))...)
 		}
 	}
 	return errs
+}
+
+// validateDeprecatedTopology checks what an update that leaves the endpoints as stored
+// keeps (other writes through v1 drop the field): labels, of which the zone is reserved.
+func validateDeprecatedTopology(topology map[string]string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(topology) > maxTopologyLabels {
+		errs = append(errs, field.TooMany(path, len(topology), maxTopologyLabels))
+	}
+	errs = append(errs, metavalidation.ValidateLabels(topology, path)...)
+	if _, ok := topology[corev1.LabelTopologyZone]; ok {
+		errs = append(errs, field.InternalError(path.Key(corev1.LabelTopologyZone), fmt.Errorf("reserved key was not removed in conversion")))
+	}
+	return errs
+}
+
+// validateHints is kube's: at most 8 zones and 8 nodes, each named once and validly.
+func validateHints(hints *discoveryv1.EndpointHints, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	zones := path.Child("forZones")
+	if len(hints.ForZones) > maxHints {
+		return append(errs, field.TooMany(zones, len(hints.ForZones), maxHints))
+	}
+	seen := sets.New[string]()
+	for i, z := range hints.ForZones {
+		zp := zones.Index(i).Child("name")
+		if seen.Has(z.Name) {
+			errs = append(errs, field.Duplicate(zp, z.Name))
+		}
+		seen.Insert(z.Name)
+		errs = append(errs, corevalidation.InvalidEach(zp, z.Name, utilvalidation.IsValidLabelValue(z.Name))...)
+	}
+	nodes := path.Child("forNodes")
+	if len(hints.ForNodes) > maxHints {
+		return append(errs, field.TooMany(nodes, len(hints.ForNodes), maxHints))
+	}
+	seen = sets.New[string]()
+	for i, n := range hints.ForNodes {
+		np := nodes.Index(i).Child("name")
+		if seen.Has(n.Name) {
+			errs = append(errs, field.Duplicate(np, n.Name))
+		}
+		seen.Insert(n.Name)
+		errs = append(errs, corevalidation.InvalidEach(np, n.Name, validation.NameIsDNSSubdomain(n.Name, false))...)
+	}
+	return errs
+}
+
+// dropDeprecatedTopology is kube's dropTopologyOnV1 (every write here is through v1): it
+// clears each endpoint's deprecatedTopology unless the update leaves the endpoints as
+// stored; a node name the old slice held there moves to nodeName when none is given.
+func dropDeprecatedTopology(s, old *discoveryv1.EndpointSlice) {
+	if old != nil && equality.Semantic.DeepEqual(old.Endpoints, s.Endpoints) {
+		return
+	}
+	prev := sets.New[string]()
+	if old != nil {
+		for _, e := range old.Endpoints {
+			if n := e.DeprecatedTopology[corev1.LabelHostname]; n != "" {
+				prev.Insert(n)
+			}
+		}
+	}
+	for i := range s.Endpoints {
+		e := &s.Endpoints[i]
+		n, ok := e.DeprecatedTopology[corev1.LabelHostname]
+		if e.NodeName == nil && ok && prev.Has(n) && len(validation.NameIsDNSSubdomain(n, false)) == 0 {
+			e.NodeName = &n
+		}
+		e.DeprecatedTopology = nil
+	}
 }
 
 // validateSliceAddress is kube's check of the j-th address under path: an IPv4 one as a

@@ -404,6 +404,7 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 		} else {
 			errs = append(errs, corevalidation.InvalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortNum(p.TargetPort.IntValue()))...)
 		}
+		errs = append(errs, validateAppProtocol(p.AppProtocol, pp.Child("appProtocol"))...)
 		if p.NodePort != 0 {
 			errs = append(errs, corevalidation.InvalidEach(pp.Child("nodePort"), p.NodePort, utilvalidation.IsValidPortNum(int(p.NodePort)))...)
 		}
