@@ -48,11 +48,7 @@ var (
 			for i, w := range c.Webhooks {
 				p := field.NewPath("webhooks").Index(i)
 				errs = append(errs, validateWebhook(names, p, w.Name, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects,
-					w.TimeoutSeconds, w.AdmissionReviewVersions, w.ClientConfig, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions)...)
-				reinvocation := []admissionregistrationv1.ReinvocationPolicyType{admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy}
-				if r := w.ReinvocationPolicy; r != nil && !slices.Contains(reinvocation, *r) {
-					errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *r, reinvocation))
-				}
+					w.TimeoutSeconds, w.AdmissionReviewVersions, w.ClientConfig, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions, w.ReinvocationPolicy)...)
 			}
 			return errs
 		},
@@ -76,7 +72,7 @@ var (
 			names := sets.New[string]()
 			for i, w := range c.Webhooks {
 				errs = append(errs, validateWebhook(names, field.NewPath("webhooks").Index(i), w.Name, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects,
-					w.TimeoutSeconds, w.AdmissionReviewVersions, w.ClientConfig, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions)...)
+					w.TimeoutSeconds, w.AdmissionReviewVersions, w.ClientConfig, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions, nil)...)
 			}
 			return errs
 		},
@@ -273,7 +269,7 @@ var (
 func validateWebhook(names sets.Set[string], p *field.Path, name string, rules []admissionregistrationv1.RuleWithOperations,
 	failure *admissionregistrationv1.FailurePolicyType, match *admissionregistrationv1.MatchPolicyType, se *admissionregistrationv1.SideEffectClass,
 	timeout *int32, reviewVersions []string, cc admissionregistrationv1.WebhookClientConfig, nsSel, objSel *metav1.LabelSelector,
-	conditions []admissionregistrationv1.MatchCondition) field.ErrorList {
+	conditions []admissionregistrationv1.MatchCondition, reinvocation *admissionregistrationv1.ReinvocationPolicyType) field.ErrorList {
 	// In kube's order: the webhook, then its review versions, then its name's uniqueness.
 	errs := utilvalidation.IsFullyQualifiedName(p.Child("name"), name)
 	for i, r := range rules {
@@ -299,6 +295,9 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 	}
 	if objSel != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(objSel, labelOpts, p.Child("objectSelector"))...)
+	}
+	if reinvocation != nil && !slices.Contains(reinvocationPolicies, *reinvocation) { // a mutating webhook's
+		errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *reinvocation, reinvocationPolicies))
 	}
 	errs = append(errs, validateClientConfig(cc, p.Child("clientConfig"))...)
 	webhookCEL := &policyCEL{stored: sets.New[string]()}
@@ -494,7 +493,7 @@ func validateNamedRule(r admissionregistrationv1.NamedRuleWithOperations, p *fie
 	return append(errs, validateRuleWithOperations(r.RuleWithOperations, p)...)
 }
 
-var validationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Warn, admissionregistrationv1.Audit}
+var validationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit, admissionregistrationv1.Deny, admissionregistrationv1.Warn}
 
 // validationReasons are the reasons a validation may give, as kube lists them.
 var validationReasons = []metav1.StatusReason{metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonRequestEntityTooLarge}

@@ -217,6 +217,27 @@ func TestWebhookEnumErrorsSorted(t *testing.T) {
 	}
 }
 
+// A mutating webhook's reinvocation policy and a binding's actions: sorted too, the
+// policy checked before the client config, as kube-apiserver v1.36.3 answers.
+func TestMutatingWebhookAndBindingEnumsAsKube(t *testing.T) {
+	bogus, none, port := "Z", admissionregistrationv1.SideEffectClassNone, int32(0)
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "mw1"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "a.b.c", SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig:       admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Name: "s", Namespace: "n", Port: &port}},
+			ReinvocationPolicy: (*admissionregistrationv1.ReinvocationPolicyType)(&bogus)}}}
+	registrytest.ExpectErrorsInOrder(t, "mutating webhook", MutatingWebhookConfigurationRules.Validate(m),
+		"webhooks[0].reinvocationPolicy: FieldValueNotSupported", "webhooks[0].clientConfig.service.port: FieldValueInvalid")
+	registrytest.ExpectMessage(t, MutatingWebhookConfigurationRules.Validate(m), "webhooks[0].reinvocationPolicy", `supported values: "IfNeeded", "Never"`)
+
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "p", ValidationActions: []admissionregistrationv1.ValidationAction{"Nope"}}}
+	registrytest.ExpectMessage(t, ValidatingAdmissionPolicyBindingRules.Validate(b), "spec.validationActions[0]", `supported values: "Audit", "Deny", "Warn"`)
+
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{ReinvocationPolicy: admissionregistrationv1.ReinvocationPolicyType(bogus)}}
+	registrytest.ExpectMessage(t, MutatingAdmissionPolicyRules.Validate(p), "spec.reinvocationPolicy", `supported values: "IfNeeded", "Never"`)
+}
+
 // A name in the suffix kube keeps for configurations read from files is warned of, on create
 // and update, for each admission configuration kind, as kube-apiserver v1.36 does with the
 // ManifestBasedAdmissionControlConfig gate off.

@@ -74,7 +74,7 @@ var mutatingOperations = []admissionregistrationv1.OperationType{admissionregist
 
 var (
 	patchTypes           = []admissionregistrationv1.PatchType{admissionregistrationv1.PatchTypeApplyConfiguration, admissionregistrationv1.PatchTypeJSONPatch}
-	reinvocationPolicies = []admissionregistrationv1.ReinvocationPolicyType{admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy}
+	reinvocationPolicies = []admissionregistrationv1.ReinvocationPolicyType{admissionregistrationv1.IfNeededReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy}
 )
 
 // validateMutatingAdmissionPolicy checks a policy as kube-apiserver's
