@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -96,20 +98,20 @@ func bindingRules(parts func(runtime.Object) (*rbacv1.RoleRef, []rbacv1.Subject)
 		Validate: func(obj runtime.Object) field.ErrorList {
 			ref, subjects := parts(obj)
 			errs := registry.ValidateMeta(obj, namespaced, path.ValidatePathSegmentName)
-			return append(errs, validateBinding(*ref, subjects, kinds...)...)
+			return append(errs, validateBinding(*ref, subjects, namespaced, kinds...)...)
 		},
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			ref, subjects := parts(obj)
 			oldRef, _ := parts(old)
 			errs := registry.ValidateMeta(obj, namespaced, path.ValidatePathSegmentName)
-			return append(errs, validateBindingUpdate(*ref, *oldRef, subjects, kinds...)...)
+			return append(errs, validateBindingUpdate(*ref, *oldRef, subjects, namespaced, kinds...)...)
 		},
 		Table: bindingTable(parts),
 	}
 }
 
-func validateBindingUpdate(ref, oldRef rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...string) field.ErrorList {
-	errs := validateBinding(ref, subjects, kinds...)
+func validateBindingUpdate(ref, oldRef rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced bool, kinds ...string) field.ErrorList {
+	errs := validateBinding(ref, subjects, namespaced, kinds...)
 	if ref != oldRef {
 		errs = append(errs, field.Invalid(field.NewPath("roleRef"), registry.GoNamed{V: ref}, "cannot change roleRef"))
 	}
@@ -129,7 +131,9 @@ func defaultBinding(ref *rbacv1.RoleRef, subjects []rbacv1.Subject) {
 	}
 }
 
-func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...string) field.ErrorList {
+// validateBinding is kube's ValidateRoleBinding or ValidateClusterRoleBinding: a
+// ClusterRoleBinding's ServiceAccount subjects name their namespace.
+func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced bool, kinds ...string) field.ErrorList {
 	var errs field.ErrorList
 	rp := field.NewPath("roleRef")
 	if ref.APIGroup != rbacv1.GroupName {
@@ -140,6 +144,8 @@ func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...str
 	}
 	if ref.Name == "" {
 		errs = append(errs, field.Required(rp.Child("name"), ""))
+	} else {
+		errs = append(errs, corevalidation.InvalidEach(rp.Child("name"), ref.Name, path.ValidatePathSegmentName(ref.Name, false))...)
 	}
 	subjectKinds := []string{rbacv1.ServiceAccountKind, rbacv1.UserKind, rbacv1.GroupKind}
 	for i, s := range subjects {
@@ -149,8 +155,14 @@ func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...str
 		}
 		switch s.Kind {
 		case rbacv1.ServiceAccountKind:
+			if s.Name != "" {
+				errs = append(errs, corevalidation.InvalidEach(p.Child("name"), s.Name, validation.ValidateServiceAccountName(s.Name, false))...)
+			}
 			if s.APIGroup != "" {
 				errs = append(errs, field.NotSupported(p.Child("apiGroup"), s.APIGroup, []string{""}))
+			}
+			if !namespaced && s.Namespace == "" {
+				errs = append(errs, field.Required(p.Child("namespace"), ""))
 			}
 		case rbacv1.UserKind, rbacv1.GroupKind:
 			if s.APIGroup != rbacv1.GroupName {

@@ -57,3 +57,19 @@ func TestRBACRoleRules(t *testing.T) {
 	registrytest.ExpectErrors(t, "an aggregated ClusterRole with a bad selector", registrytest.CreateSteps(ClusterRoleRules, aggregated),
 		"aggregationRule.clusterRoleSelectors[0].matchLabels: FieldValueInvalid")
 }
+
+// TestBindingSubjectsAsKube: kube-apiserver v1.36.3's answers: the roleRef's name and a
+// ServiceAccount subject's name are checked, and a ClusterRoleBinding's ServiceAccount
+// needs its namespace (a RoleBinding's is its own).
+func TestBindingSubjectsAsKube(t *testing.T) {
+	sas := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "Bad_SA"}, {Kind: rbacv1.ServiceAccountKind, Name: "x", APIGroup: rbacv1.GroupName}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: registrytest.ObjMeta("rb"), RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "a/b"}, Subjects: sas}
+	registrytest.ExpectMessages(t, "role binding", registrytest.CreateSteps(RoleBindingRules, rb),
+		`roleRef.name: Invalid value: "a/b": may not contain '/'`,
+		`subjects[0].name: Invalid value: "Bad_SA": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		`subjects[1].apiGroup: Unsupported value: "rbac.authorization.k8s.io": supported values: ""`)
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "crb"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "a"}, {Kind: rbacv1.ServiceAccountKind, Name: "b", Namespace: "ns"}}}
+	registrytest.ExpectMessages(t, "cluster role binding", registrytest.CreateSteps(ClusterRoleBindingRules, crb),
+		`subjects[0].namespace: Required value`)
+}
