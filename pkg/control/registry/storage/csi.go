@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -328,16 +329,14 @@ var CSINodeRules = registry.Rules{
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		n, o := obj.(*storagev1.CSINode), old.(*storagev1.CSINode)
 		errs := validateCSINode(n)
-		was := map[string]storagev1.CSINodeDriver{}
-		for _, d := range o.Spec.Drivers {
-			was[d.Name] = d
-		}
-		// A registered driver's identity on the node does not change.
-		for i, d := range n.Spec.Drivers {
-			if prev, ok := was[d.Name]; ok {
-				path := field.NewPath("spec", "drivers").Index(i)
-				errs = append(errs, registry.Immutable(d.NodeID, prev.NodeID, path.Child("nodeID"))...)
-				errs = append(errs, registry.Immutable(d.TopologyKeys, prev.TopologyKeys, path.Child("topologyKeys"))...)
+		// A registered driver does not change but for its allocatable count; kube names
+		// the whole driver, as its internal type prints.
+		for _, od := range o.Spec.Drivers {
+			for _, d := range n.Spec.Drivers {
+				if d.Name == od.Name {
+					d.Allocatable, od.Allocatable = nil, nil
+					errs = append(errs, registry.Immutable(registry.GoNamed{V: d}, registry.GoNamed{V: od}, field.NewPath("spec", "drivers"))...)
+				}
 			}
 		}
 		return errs
@@ -351,30 +350,37 @@ var CSINodeRules = registry.Rules{
 	},
 }
 
+// validateCSINode is kube's ValidateCSINode: in its order, and with its paths (a topology
+// key's errors name the driver).
 func validateCSINode(n *storagev1.CSINode) field.ErrorList {
 	errs := registry.ValidateMeta(n, false, validation.NameIsDNSSubdomain)
-	seen := map[string]bool{}
+	names := sets.New[string]()
 	for i, d := range n.Spec.Drivers {
 		path := field.NewPath("spec", "drivers").Index(i)
-		switch {
-		case d.Name == "":
-			errs = append(errs, field.Required(path.Child("name"), "driver name must not be empty"))
-		case seen[d.Name]:
-			errs = append(errs, field.Duplicate(path.Child("name"), d.Name))
-		default:
-			errs = append(errs, corevalidation.InvalidEach(path.Child("name"), d.Name, utilvalidation.IsDNS1123Subdomain(d.Name))...)
-		}
-		seen[d.Name] = true
+		errs = append(errs, corevalidation.ValidateDriverName(d.Name, path.Child("name"))...)
 		if d.NodeID == "" {
 			errs = append(errs, field.Required(path.Child("nodeID"), ""))
-		} else if len(d.NodeID) > csiNodeIDMaxLength {
-			errs = append(errs, field.Invalid(path.Child("nodeID"), d.NodeID, fmt.Sprintf("must be %d characters or less", csiNodeIDMaxLength)))
 		}
-		for j, key := range d.TopologyKeys {
-			errs = append(errs, corevalidation.InvalidEach(path.Child("topologyKeys").Index(j), key, utilvalidation.IsQualifiedName(key))...)
+		if len(d.NodeID) > csiNodeIDMaxLength {
+			errs = append(errs, field.Invalid(path.Child("nodeID"), d.NodeID, fmt.Sprintf("must be %d characters or less", csiNodeIDMaxLength)))
 		}
 		if d.Allocatable != nil && d.Allocatable.Count != nil {
 			errs = append(errs, registry.NonNegative(d.Allocatable.Count, path.Child("allocatable", "count"))...)
+		}
+		if names.Has(d.Name) {
+			errs = append(errs, field.Duplicate(path.Child("name"), d.Name))
+		}
+		names.Insert(d.Name)
+		keys := sets.New[string]()
+		for _, key := range d.TopologyKeys {
+			if key == "" {
+				errs = append(errs, field.Required(path, ""))
+			}
+			if keys.Has(key) {
+				errs = append(errs, field.Duplicate(path, key))
+			}
+			keys.Insert(key)
+			errs = append(errs, corevalidation.InvalidEach(path, key, utilvalidation.IsQualifiedName(key))...)
 		}
 	}
 	return errs

@@ -87,8 +87,44 @@ func TestCSINodeRules(t *testing.T) {
 	old := &storagev1.CSINode{ObjectMeta: n.ObjectMeta, Spec: storagev1.CSINodeSpec{Drivers: n.Spec.Drivers[:1]}}
 	changed := old.DeepCopy()
 	changed.Spec.Drivers[0].NodeID = "i-2"
-	registrytest.ExpectErrors(t, "changed node ID", registrytest.UpdateSteps(CSINodeRules, changed, old), "spec.drivers[0].nodeID: FieldValueInvalid")
+	registrytest.ExpectErrors(t, "changed node ID", registrytest.UpdateSteps(CSINodeRules, changed, old), "spec.drivers: FieldValueInvalid")
 	if row := CSINodeRules.Table.Row(old); row[1] != int64(1) {
 		t.Errorf("csi node row: %v", row)
 	}
 }
+
+// TestCSINodeAsKube: kube-apiserver v1.36.3's answers: a driver's name is checked
+// lowercased, its topology keys under the driver's own path, and an update that changes a
+// registered driver (but its allocatable count) names the whole driver as kube's internal
+// type prints it.
+func TestCSINodeAsKube(t *testing.T) {
+	n := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "cn"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: "BadD", NodeID: "a", TopologyKeys: []string{"", "k", "k"}},
+		{Name: "Bad_D", TopologyKeys: []string{"bad key!"}},
+		{Name: "Bad_D", NodeID: "x"}}}}
+	registrytest.ExpectMessages(t, "csi node", registrytest.CreateSteps(CSINodeRules, n),
+		`spec.drivers[0]: Required value`,
+		`spec.drivers[0]: Invalid value: "": name part must be non-empty`,
+		`spec.drivers[0]: Invalid value: "": `+qualifiedNamePart,
+		`spec.drivers[0]: Duplicate value: "k"`,
+		`spec.drivers[1].name: Invalid value: "Bad_D": `+dns1123Subdomain,
+		`spec.drivers[1].nodeID: Required value`,
+		`spec.drivers[1]: Invalid value: "bad key!": `+qualifiedNamePart,
+		`spec.drivers[2].name: Invalid value: "Bad_D": `+dns1123Subdomain,
+		`spec.drivers[2].name: Duplicate value: "Bad_D"`)
+
+	old := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "cn"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: "d.example.com", NodeID: "a", TopologyKeys: []string{"k"}, Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To[int32](1)}}}}}
+	counted := old.DeepCopy()
+	counted.Spec.Drivers[0].Allocatable.Count = ptr.To[int32](3)
+	registrytest.ExpectMessages(t, "new count", registrytest.UpdateSteps(CSINodeRules, counted, old))
+	moved := counted.DeepCopy()
+	moved.Spec.Drivers[0].NodeID = "b"
+	registrytest.ExpectMessages(t, "new node ID", registrytest.UpdateSteps(CSINodeRules, moved, old),
+		`spec.drivers: Invalid value: {"Name":"d.example.com","NodeID":"b","TopologyKeys":["k"],"Allocatable":null}: field is immutable`)
+}
+
+const (
+	dns1123Subdomain  = `a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`
+	qualifiedNamePart = `name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`
+)
