@@ -56,7 +56,7 @@ func validateServiceCIDRs(cidrs []string, path *field.Path) field.ErrorList {
 	case len(cidrs) == 0:
 		return field.ErrorList{field.Required(path, "at least one CIDR required")}
 	case len(cidrs) > 2:
-		return field.ErrorList{field.Invalid(path, networkingv1.ServiceCIDRSpec{CIDRs: cidrs}, "may only hold up to 2 values")}
+		return field.ErrorList{field.Invalid(path, registry.GoNamed{V: networkingv1.ServiceCIDRSpec{CIDRs: cidrs}}, "may only hold up to 2 values")}
 	}
 	var errs field.ErrorList
 	for i, cidr := range cidrs {

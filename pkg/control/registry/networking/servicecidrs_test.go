@@ -37,7 +37,7 @@ func TestServiceCIDRRules(t *testing.T) {
 		path, want string
 	}{
 		{nil, "spec.cidrs", "at least one CIDR required"},
-		{[]string{"10.0.0.0/24", "fd00::/108", "10.1.0.0/24"}, "spec.cidrs", "may only hold up to 2 values"},
+		{[]string{"10.0.0.0/24", "fd00::/108", "10.1.0.0/24"}, "spec.cidrs", `Invalid value: {"CIDRs":["10.0.0.0/24","fd00::/108","10.1.0.0/24"]}: may only hold up to 2 values`}, // kube prints its internal spec
 		{[]string{"10.0.0.1/24"}, "spec.cidrs[0]", "must not have bits set beyond the prefix length"},
 		{[]string{"nope"}, "spec.cidrs[0]", "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"},
 		{[]string{"10.0.0.0/24", "10.1.0.0/24"}, "spec.cidrs", "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64"},
