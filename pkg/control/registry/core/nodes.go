@@ -38,7 +38,15 @@ var NodeRules = registry.Rules{
 			obj.(*corev1.Node).Spec.ConfigSource = nil
 		}
 	},
-	Default:  func(obj runtime.Object) { defaultPodCIDRs(&obj.(*corev1.Node).Spec) },
+	Default: func(obj runtime.Object) {
+		n := obj.(*corev1.Node)
+		defaultPodCIDRs(&n.Spec)
+		// kube's SetDefaults_NodeStatus: what the scheduler fits pods to is the capacity
+		// unless the node says otherwise.
+		if n.Status.Allocatable == nil && n.Status.Capacity != nil {
+			n.Status.Allocatable = n.Status.Capacity.DeepCopy()
+		}
+	},
 	Warnings: func(obj, _ runtime.Object) []string { return nodeWarnings(obj.(*corev1.Node)) },
 	Validate: func(obj runtime.Object) field.ErrorList { return validateNode(obj.(*corev1.Node)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
