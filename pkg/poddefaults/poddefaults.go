@@ -41,6 +41,14 @@ func Pod(p *corev1.Pod) {
 		var zero int32
 		s.Priority = &zero
 	}
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
+		for i := range statuses {
+			ResourceList(statuses[i].AllocatedResources)
+			resources(statuses[i].Resources)
+		}
+	}
+	ResourceList(p.Status.AllocatedResources)
+	resources(p.Status.Resources)
 	if s.HostNetwork {
 		for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
 			for i := range cs {
@@ -89,6 +97,25 @@ func PodSpec(s *corev1.PodSpec) {
 	for i := range s.EphemeralContainers {
 		container((*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon))
 	}
+	ResourceList(s.Overhead)
+	resources(s.Resources)
+}
+
+// ResourceList is kube's SetDefaults_ResourceList: every quantity rounded up to the milli
+// scale (100u becomes 1m), as kube-apiserver stores a resource list of the core, apps,
+// batch and storage kinds.
+func ResourceList(l corev1.ResourceList) {
+	for name, q := range l {
+		q.RoundUp(-3) // a value already at that scale keeps its text
+		l[name] = q
+	}
+}
+
+func resources(r *corev1.ResourceRequirements) {
+	if r != nil {
+		ResourceList(r.Limits)
+		ResourceList(r.Requests)
+	}
 }
 
 func volume(v *corev1.Volume) {
@@ -118,9 +145,8 @@ func volume(v *corev1.Volume) {
 		}
 		downwardAPIItems(d.Items)
 	}
-	if e := src.Ephemeral; e != nil && e.VolumeClaimTemplate != nil && e.VolumeClaimTemplate.Spec.VolumeMode == nil {
-		fs := corev1.PersistentVolumeFilesystem // as a claim's
-		e.VolumeClaimTemplate.Spec.VolumeMode = &fs
+	if e := src.Ephemeral; e != nil && e.VolumeClaimTemplate != nil {
+		ClaimSpec(&e.VolumeClaimTemplate.Spec)
 	}
 	legacyVolume(src)
 	if p := src.Projected; p != nil {
@@ -192,6 +218,7 @@ func container(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = pullPolicy(c.Image)
 	}
+	resources(&c.Resources)
 	for i := range c.Ports {
 		if c.Ports[i].Protocol == "" {
 			c.Ports[i].Protocol = corev1.ProtocolTCP
@@ -326,4 +353,15 @@ func pullPolicy(image string) corev1.PullPolicy {
 		return corev1.PullAlways
 	}
 	return corev1.PullIfNotPresent
+}
+
+// ClaimSpec applies a claim's defaults, also one in a pod's ephemeral volume or a
+// StatefulSet's volumeClaimTemplates: the Filesystem volume mode, quantities rounded.
+func ClaimSpec(s *corev1.PersistentVolumeClaimSpec) {
+	if s.VolumeMode == nil {
+		fs := corev1.PersistentVolumeFilesystem
+		s.VolumeMode = &fs
+	}
+	ResourceList(s.Resources.Limits)
+	ResourceList(s.Resources.Requests)
 }

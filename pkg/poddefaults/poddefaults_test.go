@@ -174,3 +174,47 @@ func equalLists(a, b corev1.ResourceList) bool {
 	}
 	return true
 }
+
+// TestQuantitiesRoundedUpToMilli: kube's SetDefaults_ResourceList rounds every quantity of
+// a pod's resource lists up to the milli scale (100u is 1m); kube-apiserver v1.36.3 stores
+// them so, side by side.
+func TestQuantitiesRoundedUpToMilli(t *testing.T) {
+	tiny := func() corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100u")} }
+	exact := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000u")} // the same value, written at the milli scale
+	ResourceList(exact)
+	if got := exact.Cpu().String(); got != "1m" {
+		t.Errorf("1000u became %s, want 1m", got)
+	}
+	ephemeral := &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("0.0001")}}}}}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers:          []corev1.Container{{Name: "app", Image: "busybox", Resources: corev1.ResourceRequirements{Limits: tiny(), Requests: tiny()}}},
+		InitContainers:      []corev1.Container{{Name: "init", Image: "busybox", Resources: corev1.ResourceRequirements{Limits: tiny()}}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox", Resources: corev1.ResourceRequirements{Requests: tiny()}}}},
+		Overhead:            tiny(),
+		Resources:           &corev1.ResourceRequirements{Limits: tiny()},
+		Volumes:             []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: ephemeral}}}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app", AllocatedResources: tiny(),
+			Resources: &corev1.ResourceRequirements{Requests: tiny()}}}}}
+	Pod(pod)
+	s := &pod.Spec
+	for what, l := range map[string]corev1.ResourceList{
+		"container limits": s.Containers[0].Resources.Limits, "container requests": s.Containers[0].Resources.Requests,
+		"init container limits": s.InitContainers[0].Resources.Limits, "init container requests": s.InitContainers[0].Resources.Requests,
+		"ephemeral container requests": s.EphemeralContainers[0].Resources.Requests, "overhead": s.Overhead,
+		"pod limits": s.Resources.Limits, "pod requests": s.Resources.Requests,
+		"status allocated": pod.Status.ContainerStatuses[0].AllocatedResources, "status requests": pod.Status.ContainerStatuses[0].Resources.Requests,
+	} {
+		if got := l.Cpu().String(); got != "1m" {
+			t.Errorf("%s: cpu %s, want 1m", what, got)
+		}
+	}
+	if got := s.Volumes[0].Ephemeral.VolumeClaimTemplate.Spec.Resources.Requests.Storage().String(); got != "1m" {
+		t.Errorf("ephemeral claim's storage %s, want 1m", got)
+	}
+	whole := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	ResourceList(whole)
+	if got := whole.Memory().String(); got != "64Mi" {
+		t.Errorf("64Mi became %s", got)
+	}
+}

@@ -122,9 +122,6 @@ func ValidateResourceList(list corev1.ResourceList, path *field.Path) field.Erro
 // sorted as kube's errors name them (sets.List).
 var ServiceProtocols = []corev1.Protocol{corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP}
 
-// DefaultClaimSpec defaults a claim, also one in a StatefulSet's volumeClaimTemplates.
-func DefaultClaimSpec(s *corev1.PersistentVolumeClaimSpec) { DefaultVolumeMode(&s.VolumeMode) }
-
 // DefaultVolumeMode defaults a volume mode to Filesystem.
 func DefaultVolumeMode(m **corev1.PersistentVolumeMode) {
 	if *m == nil {

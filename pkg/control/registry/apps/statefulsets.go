@@ -7,6 +7,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/poddefaults"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -124,7 +125,7 @@ func defaultStatefulSet(s *appsv1.StatefulSet) {
 	registry.DefaultInt32(&spec.RevisionHistoryLimit, 10)
 	registry.DefaultPodTemplate(&spec.Template)
 	for i := range spec.VolumeClaimTemplates {
-		registry.DefaultClaimSpec(&spec.VolumeClaimTemplates[i].Spec)
+		poddefaults.ClaimSpec(&spec.VolumeClaimTemplates[i].Spec)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/minik8s/minik8s/internal/nodeaddr"
 	"github.com/minik8s/minik8s/internal/resourcename"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/poddefaults"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,8 @@ var NodeRules = registry.Rules{
 		if n.Status.Allocatable == nil && n.Status.Capacity != nil {
 			n.Status.Allocatable = n.Status.Capacity.DeepCopy()
 		}
+		poddefaults.ResourceList(n.Status.Capacity)
+		poddefaults.ResourceList(n.Status.Allocatable)
 	},
 	Warnings: func(obj, _ runtime.Object) []string { return nodeWarnings(obj.(*corev1.Node)) },
 	Validate: func(obj runtime.Object) field.ErrorList { return validateNode(obj.(*corev1.Node)) },

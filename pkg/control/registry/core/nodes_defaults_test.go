@@ -32,3 +32,34 @@ func TestNodeAllocatableDefaultsToCapacity(t *testing.T) {
 		`status.capacity.cpu: Invalid value: "-1": must be greater than or equal to 0`,
 		`status.allocatable.cpu: Invalid value: "-1": must be greater than or equal to 0`)
 }
+
+// TestResourceListsRoundedUpToMilli: the resource lists of nodes, quotas, limit ranges,
+// volumes and claims are rounded up to the milli scale as kube's SetDefaults_ResourceList
+// rounds them (100u is 1m).
+func TestResourceListsRoundedUpToMilli(t *testing.T) {
+	tiny := func() corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100u")} }
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Capacity: tiny()}}
+	quota := &corev1.ResourceQuota{ObjectMeta: registrytest.ObjMeta("q"), Spec: corev1.ResourceQuotaSpec{Hard: tiny()},
+		Status: corev1.ResourceQuotaStatus{Hard: tiny(), Used: tiny()}}
+	limits := &corev1.LimitRange{ObjectMeta: registrytest.ObjMeta("l"), Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type: corev1.LimitTypeContainer, Max: tiny(), Min: tiny(), MaxLimitRequestRatio: tiny()}}}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{Capacity: tiny()}}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: registrytest.ObjMeta("c"), Spec: corev1.PersistentVolumeClaimSpec{
+		Resources: corev1.VolumeResourceRequirements{Requests: tiny(), Limits: tiny()}}, Status: corev1.PersistentVolumeClaimStatus{Capacity: tiny()}}
+	NodeRules.Default(node)
+	ResourceQuotaRules.Default(quota)
+	LimitRangeRules.Default(limits)
+	PersistentVolumeRules.Default(pv)
+	PersistentVolumeClaimRules.Default(pvc)
+	item := limits.Spec.Limits[0]
+	for what, l := range map[string]corev1.ResourceList{
+		"node capacity": node.Status.Capacity, "node allocatable": node.Status.Allocatable,
+		"quota spec": quota.Spec.Hard, "quota hard": quota.Status.Hard, "quota used": quota.Status.Used,
+		"limit max": item.Max, "limit min": item.Min, "limit ratio": item.MaxLimitRequestRatio, "limit default": item.Default, "limit default request": item.DefaultRequest,
+		"volume": pv.Spec.Capacity, "claim requests": pvc.Spec.Resources.Requests, "claim limits": pvc.Spec.Resources.Limits, "claim status": pvc.Status.Capacity,
+	} {
+		if got := l.Cpu().String(); got != "1m" {
+			t.Errorf("%s: cpu %s, want 1m", what, got)
+		}
+	}
+}

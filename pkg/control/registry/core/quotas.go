@@ -11,6 +11,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/resourcename"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/poddefaults"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -23,6 +24,12 @@ import (
 
 var ResourceQuotaRules = registry.Rules{
 	PrepareCreate: func(obj runtime.Object) { obj.(*corev1.ResourceQuota).Status = corev1.ResourceQuotaStatus{} },
+	Default: func(obj runtime.Object) {
+		q := obj.(*corev1.ResourceQuota)
+		for _, l := range []corev1.ResourceList{q.Spec.Hard, q.Status.Hard, q.Status.Used} {
+			poddefaults.ResourceList(l)
+		}
+	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		q := obj.(*corev1.ResourceQuota)
 		return append(registry.ValidateMeta(q, true, validation.NameIsDNSSubdomain), validateResourceQuota(q)...)
@@ -202,7 +209,11 @@ func validateScopeSelector(spec *corev1.ResourceQuotaSpec, path *field.Path) fie
 var LimitRangeRules = registry.Rules{
 	Default: func(obj runtime.Object) {
 		for i := range obj.(*corev1.LimitRange).Spec.Limits {
-			defaultLimitRangeItem(&obj.(*corev1.LimitRange).Spec.Limits[i])
+			item := &obj.(*corev1.LimitRange).Spec.Limits[i]
+			defaultLimitRangeItem(item)
+			for _, l := range []corev1.ResourceList{item.Max, item.Min, item.Default, item.DefaultRequest, item.MaxLimitRequestRatio} {
+				poddefaults.ResourceList(l)
+			}
 		}
 	},
 	Validate: func(obj runtime.Object) field.ErrorList { return validateLimitRange(obj.(*corev1.LimitRange)) },

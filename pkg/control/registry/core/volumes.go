@@ -8,6 +8,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/poddefaults"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -61,6 +62,7 @@ var PersistentVolumeRules = registry.Rules{
 		if hp := pv.Spec.HostPath; hp != nil && hp.Type == nil {
 			hp.Type = ptr.To(corev1.HostPathUnset)
 		}
+		poddefaults.ResourceList(pv.Spec.Capacity)
 	},
 	PrepareCreate: func(obj runtime.Object) {
 		now := metav1.Now()
@@ -163,7 +165,9 @@ var PersistentVolumeClaimRules = registry.Rules{
 		if pvc.Status.Phase == "" {
 			pvc.Status.Phase = corev1.ClaimPending
 		}
-		registry.DefaultClaimSpec(&pvc.Spec)
+		poddefaults.ClaimSpec(&pvc.Spec)
+		poddefaults.ResourceList(pvc.Status.Capacity)
+		poddefaults.ResourceList(pvc.Status.AllocatedResources)
 	},
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*corev1.PersistentVolumeClaim).Status = corev1.PersistentVolumeClaimStatus{}

@@ -10,6 +10,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/poddefaults"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -190,6 +191,11 @@ const (
 var VolumeAttachmentRules = registry.Rules{
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*storagev1.VolumeAttachment).Status = storagev1.VolumeAttachmentStatus{}
+	},
+	Default: func(obj runtime.Object) {
+		if spec := obj.(*storagev1.VolumeAttachment).Spec.Source.InlineVolumeSpec; spec != nil {
+			poddefaults.ResourceList(spec.Capacity)
+		}
 	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		return validateVolumeAttachment(obj.(*storagev1.VolumeAttachment))
