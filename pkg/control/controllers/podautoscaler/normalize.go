@@ -68,7 +68,7 @@ func (h *history) normalize(key string, hpa *autoscalingv2.HorizontalPodAutoscal
 	} else {
 		up, down := hpa.Spec.Behavior.ScaleUp, hpa.Spec.Behavior.ScaleDown
 		var reason, message string
-		stabilized, reason, message = h.stabilizeWithBehavior(key, current, desired, up, down, now)
+		stabilized, reason, message = h.stabilizeWithBehavior(key, current, desired, up, down, now, downscaleWindow)
 		out.ableReason, out.ableMessage = reason, message
 		out.replicas, out.limitReason, out.limitMessage = h.withinRates(key, current, stabilized, minReplicas, hpa.Spec.MaxReplicas, up, down, now)
 	}
@@ -100,12 +100,16 @@ func (h *history) stabilizeDown(key string, desired int32, now time.Time, window
 }
 
 // stabilizeWithBehavior keeps the replicas between the lowest recommendation of the
-// scale-up window and the highest of the scale-down window.
-func (h *history) stabilizeWithBehavior(key string, current, desired int32, up, down *autoscalingv2.HPAScalingRules, now time.Time) (int32, string, string) {
+// scale-up window and the highest of the scale-down window; a scale-down window left
+// unset is the controller's (downscaleWindow), as kube's.
+func (h *history) stabilizeWithBehavior(key string, current, desired int32, up, down *autoscalingv2.HPAScalingRules, now time.Time, downscaleWindow time.Duration) (int32, string, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	upCutoff := now.Add(-time.Duration(ptr.Deref(up.StabilizationWindowSeconds, 0)) * time.Second)
-	downCutoff := now.Add(-time.Duration(ptr.Deref(down.StabilizationWindowSeconds, 300)) * time.Second)
+	downCutoff := now.Add(-downscaleWindow)
+	if down.StabilizationWindowSeconds != nil {
+		downCutoff = now.Add(-time.Duration(*down.StabilizationWindowSeconds) * time.Second)
+	}
 	upRec, downRec := desired, desired
 	kept := h.recommendations[key][:0]
 	for _, r := range h.recommendations[key] {

@@ -174,6 +174,26 @@ func TestNormalizeWithBehaviorPolicies(t *testing.T) {
 	}
 }
 
+// A behavior's scale-down window left unset (as the API server stores it, as kube's) is
+// the controller's --horizontal-pod-autoscaler-downscale-stabilization.
+func TestBehaviorWithoutScaleDownWindowUsesTheControllers(t *testing.T) {
+	h := newHistory()
+	b := &autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 1000, PeriodSeconds: 15}}},
+		ScaleDown: &autoscalingv2.HPAScalingRules{SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}}},
+	}
+	hpa := hpaWith(b)
+	h.normalize("k", hpa, 2, 10, 1, t0, time.Minute)
+	if l := h.normalize("k", hpa, 10, 2, 1, t0.Add(30*time.Second), time.Minute); l.replicas != 10 {
+		t.Errorf("within the controller's minute: %+v, want still 10", l)
+	}
+	if l := h.normalize("k", hpa, 10, 2, 1, t0.Add(2*time.Minute), time.Minute); l.replicas != 2 {
+		t.Errorf("after the controller's minute: %+v, want 2 (not the 5 minutes of a window written in)", l)
+	}
+}
+
 // A sidecar (an init container that keeps running) counts in the pod's request, and a
 // container the autoscaler names that the pod lacks is an error, as kube's
 // calculatePodRequestsFromContainers has it.

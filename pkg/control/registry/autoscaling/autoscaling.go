@@ -90,13 +90,12 @@ func ScaleUpRules() *autoscalingv2.HPAScalingRules {
 	}
 }
 
-// ScaleDownRules are the default rules for scaling down: the highest recommendation of the
-// last 5 minutes, then down to it at once.
+// ScaleDownRules are the default rules for scaling down: down to the recommendation at
+// once. As kube's, they leave the window unset: the controller's own (5 minutes) applies.
 func ScaleDownRules() *autoscalingv2.HPAScalingRules {
 	return &autoscalingv2.HPAScalingRules{
-		StabilizationWindowSeconds: ptr.To[int32](300),
-		SelectPolicy:               ptr.To(autoscalingv2.MaxChangePolicySelect),
-		Policies:                   []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}},
+		SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
+		Policies:     []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}},
 	}
 }
 

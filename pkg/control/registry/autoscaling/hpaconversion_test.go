@@ -80,3 +80,24 @@ func TestHPAV1DefaultTarget(t *testing.T) {
 		t.Error("maxReplicas 0 accepted")
 	}
 }
+
+// TestHPABehaviorDefaultsAsKube: a behavior given in part is filled as kube's
+// SetDefaults_HorizontalPodAutoscalerBehavior fills it: scale-up's window 0, scale-down's
+// left unset (the controller's --horizontal-pod-autoscaler-downscale-stabilization decides,
+// 5 minutes), both policies kube's.
+func TestHPABehaviorDefaultsAsKube(t *testing.T) {
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MaxReplicas: 3, Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{}}}
+	HPARules.Default(hpa)
+	max := autoscalingv2.MaxChangePolicySelect
+	want := &autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0), SelectPolicy: &max, Policies: []autoscalingv2.HPAScalingPolicy{
+			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15}, {Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}}},
+		ScaleDown: &autoscalingv2.HPAScalingRules{SelectPolicy: &max, Policies: []autoscalingv2.HPAScalingPolicy{
+			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}}},
+	}
+	if !reflect.DeepEqual(hpa.Spec.Behavior, want) {
+		t.Errorf("behavior\n%+v %+v\nwant\n%+v %+v", hpa.Spec.Behavior.ScaleUp, hpa.Spec.Behavior.ScaleDown, want.ScaleUp, want.ScaleDown)
+	}
+}
