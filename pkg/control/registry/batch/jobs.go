@@ -147,7 +147,23 @@ func defaultJob(j *batchv1.Job) {
 	if s.ManualSelector == nil {
 		s.ManualSelector = ptr.To(false)
 	}
+	defaultPodFailurePolicy(s.PodFailurePolicy)
 	registry.DefaultPodTemplate(&s.Template)
+}
+
+// defaultPodFailurePolicy: a condition pattern without a status matches True, as kube's
+// SetDefaults_PodFailurePolicyOnPodConditionsPattern.
+func defaultPodFailurePolicy(p *batchv1.PodFailurePolicy) {
+	if p == nil {
+		return
+	}
+	for i := range p.Rules {
+		for j := range p.Rules[i].OnPodConditions {
+			if c := &p.Rules[i].OnPodConditions[j]; c.Status == "" {
+				c.Status = corev1.ConditionTrue
+			}
+		}
+	}
 }
 
 func validateJob(j *batchv1.Job) field.ErrorList {
@@ -388,6 +404,7 @@ func defaultCronJob(c *batchv1.CronJob) {
 	}
 	registry.DefaultInt32(&s.SuccessfulJobsHistoryLimit, 3)
 	registry.DefaultInt32(&s.FailedJobsHistoryLimit, 1)
+	defaultPodFailurePolicy(s.JobTemplate.Spec.PodFailurePolicy)
 	registry.DefaultPodTemplate(&s.JobTemplate.Spec.Template)
 }
 

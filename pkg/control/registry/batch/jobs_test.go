@@ -45,6 +45,28 @@ func TestJobDefaultsAndGeneratedSelector(t *testing.T) {
 	}
 }
 
+// A pod failure policy's condition pattern without a status matches the condition being
+// True, as kube's SetDefaults_PodFailurePolicyOnPodConditionsPattern: a Job's and a
+// CronJob's template's (kube-apiserver v1.36.3 takes both).
+func TestPodConditionPatternStatusDefaultsToTrue(t *testing.T) {
+	policy := func() *batchv1.PodFailurePolicy {
+		return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}}}}}
+	}
+	j := job()
+	j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	j.Spec.PodFailurePolicy = policy()
+	registrytest.ExpectMessages(t, "job", registrytest.CreateSteps(JobRules, j))
+	if got := j.Spec.PodFailurePolicy.Rules[0].OnPodConditions[0].Status; got != corev1.ConditionTrue {
+		t.Errorf("job's pattern status %q, want True", got)
+	}
+	cj := &batchv1.CronJob{Spec: batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{PodFailurePolicy: policy()}}}}
+	CronJobRules.Default(cj)
+	if got := cj.Spec.JobTemplate.Spec.PodFailurePolicy.Rules[0].OnPodConditions[0].Status; got != corev1.ConditionTrue {
+		t.Errorf("cron job's pattern status %q, want True", got)
+	}
+}
+
 func TestJobValidation(t *testing.T) {
 	j := job()
 	j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways

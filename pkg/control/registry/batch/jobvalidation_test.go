@@ -73,10 +73,10 @@ func TestPodFailurePolicyValidation(t *testing.T) {
 				`spec.podFailurePolicy.rules[0].onExitCodes.values[3]: Duplicate value: 5`,
 				`spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [0,5,3,5]: must be ordered`,
 			}},
+		// The first pattern's status defaults to True (TestPodConditionPatternStatusDefaultsToTrue).
 		"condition patterns": {withRules(batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
 			{Type: corev1.DisruptionTarget}, {Type: corev1.DisruptionTarget, Status: "Maybe"}, {Type: "bad type", Status: corev1.ConditionTrue}}}),
 			[]string{
-				`spec.podFailurePolicy.rules[0].onPodConditions[0].status: Required value: valid values: ["False" "True" "Unknown"]`,
 				`spec.podFailurePolicy.rules[0].onPodConditions[1].status: Unsupported value: "Maybe": supported values: "False", "True", "Unknown"`,
 				`spec.podFailurePolicy.rules[0].onPodConditions[2].type: Invalid value: "bad type": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
 			}},
