@@ -254,3 +254,59 @@ func TestMigrateLegacyServiceIPs(t *testing.T) {
 		t.Errorf("the migrated IP's Service released it: %v", err)
 	}
 }
+
+// TestDryRunAnswersAsKube: a dry run answers as kube-apiserver's allocators do without
+// looking for a free value: a cluster IP left to the server is the range's network
+// address and a requested one is only checked against the range; node ports left to the
+// server are one past the highest answered in the request, from 32769 (kube's guess),
+// and a requested one is refused only when held already, or twice in the request.
+func TestDryRunAnswersAsKube(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.Bolt(t)
+	ports, err := NewPortRange(st, DefaultNodePorts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := Ranges{ServiceIPs: mustRange(t, st, "10.0.0.0/29"), NodePorts: ports}
+	held := ranges.ServiceIPs.First()
+	if err := ranges.ServiceIPs.Allocate(ctx, held, owner(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ranges.NodePorts.Allocate(ctx, 30001, owner(1)); err != nil {
+		t.Fatal(err)
+	}
+	dry := ranges.DryRun()
+	if ip, err := dry.ServiceIPs.AllocateNext(ctx, owner(2)); err != nil || ip != netip.MustParseAddr("10.0.0.0") {
+		t.Errorf("dry next IP %v, %v; want the network address", ip, err)
+	}
+	if err := dry.ServiceIPs.Allocate(ctx, held, owner(2)); err != nil {
+		t.Errorf("dry run of a held IP: %v, want it taken (kube checks only the range)", err)
+	}
+	if err := dry.ServiceIPs.Allocate(ctx, netip.MustParseAddr("10.1.0.1"), owner(2)); err == nil ||
+		err.Error() != "the provided IP (10.1.0.1) is not in the valid range. The range of valid IPs is 10.0.0.0/29" {
+		t.Errorf("dry run of an IP out of range: %v, want kube's words", err)
+	}
+	if err := dry.NodePorts.Allocate(ctx, 30001, owner(2)); !errors.Is(err, ErrPortAllocated) {
+		t.Errorf("dry run of a held port: %v, want %v", err, ErrPortAllocated)
+	}
+	if err := dry.NodePorts.Allocate(ctx, 30002, owner(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dry.NodePorts.Allocate(ctx, 30002, owner(2)); !errors.Is(err, ErrPortAllocated) {
+		t.Errorf("a port asked twice in one dry run: %v, want %v", err, ErrPortAllocated)
+	}
+	if err := dry.NodePorts.Allocate(ctx, 32769, owner(2)); err != nil {
+		t.Errorf("dry run of a port out of range: %v, want it taken (kube's dry run checks no range)", err)
+	}
+	for _, want := range []int{32770, 32771} { // one past the highest answered
+		if port, err := dry.NodePorts.AllocateNext(ctx, owner(2)); err != nil || port != want {
+			t.Errorf("dry next port %d, %v; want %d", port, err, want)
+		}
+	}
+	fresh := ranges.DryRun().NodePorts
+	for _, want := range []int{32769, 32770} {
+		if port, err := fresh.AllocateNext(ctx, owner(3)); err != nil || port != want {
+			t.Errorf("a new dry run's next port %d, %v; want %d", port, err, want)
+		}
+	}
+}

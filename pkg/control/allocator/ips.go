@@ -114,14 +114,33 @@ func (r *IPRange) Family() corev1.IPFamily {
 // ErrMismatchedNetwork if it is outside the range (or the network or broadcast address).
 func (r *IPRange) Allocate(ctx context.Context, ip netip.Addr, owner *corev1.ObjectReference) error {
 	i, ok := r.offset(ip)
-	if !ok {
+	switch {
+	case !ok && r.dry:
+		return &IPNotInRangeError{IP: ip, CIDR: r.cidr}
+	case !ok:
 		return ErrMismatchedNetwork
+	case r.dry: // kube's dry run checks only the range
+		return nil
 	}
 	return r.claim(ctx, i, owner, ErrIPAllocated)
 }
 
+// IPNotInRangeError is a dry run's answer to a cluster IP out of the range, in the words
+// of kube-apiserver's allocator (a write's is ErrMismatchedNetwork, as kube's).
+type IPNotInRangeError struct {
+	IP   netip.Addr
+	CIDR netip.Prefix
+}
+
+func (e *IPNotInRangeError) Error() string {
+	return fmt.Sprintf("the provided IP (%s) is not in the valid range. The range of valid IPs is %s", e.IP, e.CIDR)
+}
+
 // AllocateNext holds a free IP for owner.
 func (r *IPRange) AllocateNext(ctx context.Context, owner *corev1.ObjectReference) (netip.Addr, error) {
+	if r.dry { // kube's dry run does not look for a free address: it shows the network's
+		return r.cidr.Addr(), nil
+	}
 	i, err := r.claimNext(ctx, owner)
 	if err != nil {
 		return netip.Addr{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -29,7 +30,13 @@ func (s PortSpan) String() string { return fmt.Sprintf("%d-%d", s.Base, s.Base+s
 type PortRange struct {
 	space
 	span PortSpan
+	// dryHeld are the ports a dry run has answered so far (a dry range serves one request).
+	dryHeld []int
 }
+
+// dryRunGuess is the port before the first kube-apiserver answers a dry run that leaves
+// node ports to it: it guesses rather than look for free ones, whatever the range.
+const dryRunGuess = 32768
 
 // NewPortRange returns the node port range span, held in st.
 func NewPortRange(st store.Interface, span PortSpan) (*PortRange, error) {
@@ -54,14 +61,40 @@ func (e *PortNotInRangeError) Error() string {
 // *PortNotInRangeError if it is outside the range.
 func (r *PortRange) Allocate(ctx context.Context, port int, owner *corev1.ObjectReference) error {
 	i, ok := r.offset(port)
+	if r.dry {
+		return r.dryAllocate(ctx, port, i, ok)
+	}
 	if !ok {
 		return &PortNotInRangeError{Span: r.span}
 	}
 	return r.claim(ctx, i, owner, ErrPortAllocated)
 }
 
+// dryAllocate answers a dry run as kube's: a port is refused only when held already, by
+// a Service or earlier in the request; one out of the range is held by none, so taken.
+func (r *PortRange) dryAllocate(ctx context.Context, port int, i uint64, inRange bool) error {
+	if slices.Contains(r.dryHeld, port) {
+		return ErrPortAllocated
+	}
+	if inRange {
+		if err := r.claim(ctx, i, nil, ErrPortAllocated); err != nil {
+			return err
+		}
+	}
+	r.dryHeld = append(r.dryHeld, port)
+	return nil
+}
+
 // AllocateNext holds a free port for owner.
 func (r *PortRange) AllocateNext(ctx context.Context, owner *corev1.ObjectReference) (int, error) {
+	if r.dry { // as kube's dry run: one past the highest port answered so far, or its guess
+		port := dryRunGuess
+		if len(r.dryHeld) > 0 {
+			port = slices.Max(r.dryHeld)
+		}
+		r.dryHeld = append(r.dryHeld, port+1)
+		return port + 1, nil
+	}
 	i, err := r.claimNext(ctx, owner)
 	if err != nil {
 		return 0, err

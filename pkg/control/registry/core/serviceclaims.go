@@ -304,8 +304,9 @@ func (c *serviceClaim) claimClusterIP(ctx context.Context, path *field.Path) err
 		return nil // initIPFamilies refused a malformed IP
 	}
 	err = c.ranges.ServiceIPs.Allocate(ctx, ip, c.owner)
+	var notInRange *allocator.IPNotInRangeError
 	switch {
-	case errors.Is(err, allocator.ErrIPAllocated) || errors.Is(err, allocator.ErrMismatchedNetwork):
+	case errors.Is(err, allocator.ErrIPAllocated) || errors.Is(err, allocator.ErrMismatchedNetwork) || errors.As(err, &notInRange):
 		return c.invalid(field.ErrorList{field.Invalid(path, s.ClusterIPs, fmt.Sprintf("failed to allocate IP %s: %v", ip, err))})
 	case err != nil:
 		return apierrors.NewInternalError(err)
