@@ -16,7 +16,8 @@ import (
 )
 
 var DaemonSetRules = registry.Rules{
-	Generation: true,
+	SubresourceUpdates: statusRules(validateDaemonSetStatus),
+	Generation:         true,
 	// kube warns of the template again when it changes (its template generation does).
 	Warnings: func(obj, old runtime.Object) []string {
 		d := obj.(*appsv1.DaemonSet)

@@ -17,6 +17,7 @@ import (
 )
 
 var DeploymentRules = registry.Rules{
+	SubresourceUpdates: statusRules(validateDeploymentStatus),
 	// kube's deployment status strategy keeps the labels.
 	StatusMetadata: func(meta, old metav1.Object) { meta.SetLabels(old.GetLabels()) },
 	Generation:     true,

@@ -10,7 +10,8 @@ import (
 )
 
 var ReplicaSetRules = registry.Rules{
-	Generation: true,
+	SubresourceUpdates: statusRules(validateReplicaSetStatus),
+	Generation:         true,
 	Warnings: func(obj, old runtime.Object) []string {
 		rs := obj.(*appsv1.ReplicaSet)
 		out := registry.WorkloadNameWarnings(rs.Name, old)

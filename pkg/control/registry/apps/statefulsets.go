@@ -21,7 +21,8 @@ import (
 )
 
 var StatefulSetRules = registry.Rules{
-	Generation: true,
+	SubresourceUpdates: statusRules(validateStatefulSetStatus),
+	Generation:         true,
 	// On update, kube warns of the claim templates and the history limit every time, and
 	// names a claim template's spec "Spec".
 	Warnings: func(obj, old runtime.Object) []string {

@@ -30,6 +30,10 @@ import (
 const DefaultCPUUtilization = 80
 
 var HPARules = registry.Rules{
+	SubresourceUpdates: map[string]registry.SubresourceRules{"status": {Validate: func(obj, _ runtime.Object) field.ErrorList {
+		s := &obj.(*autoscalingv2.HorizontalPodAutoscaler).Status
+		return validateHPAStatus(s.CurrentReplicas, s.DesiredReplicas)
+	}}},
 	Default: func(obj runtime.Object) { DefaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*autoscalingv2.HorizontalPodAutoscaler).Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
@@ -516,4 +520,11 @@ func averageOrUtilization(target autoscalingv2.MetricTarget, cur *autoscalingv2.
 		want = fmt.Sprintf("%d%%", *target.AverageUtilization)
 	}
 	return current + "/" + want
+}
+
+// validateHPAStatus is kube's ValidateHorizontalPodAutoscalerStatusUpdate: the replica
+// counts, nothing else of the status.
+func validateHPAStatus(current, desired int32) field.ErrorList {
+	return registry.StatusCounts(field.NewPath("status"), registry.Count{Name: "currentReplicas", Value: int64(current)},
+		registry.Count{Name: "desiredReplicas", Value: int64(desired)})
 }

@@ -24,6 +24,10 @@ const (
 )
 
 var HPAV1Rules = registry.Rules{
+	SubresourceUpdates: map[string]registry.SubresourceRules{"status": {Validate: func(obj, _ runtime.Object) field.ErrorList {
+		s := &obj.(*autoscalingv1.HorizontalPodAutoscaler).Status
+		return validateHPAStatus(s.CurrentReplicas, s.DesiredReplicas)
+	}}},
 	Default: func(obj runtime.Object) {
 		registry.DefaultInt32(&obj.(*autoscalingv1.HorizontalPodAutoscaler).Spec.MinReplicas, 1)
 	},

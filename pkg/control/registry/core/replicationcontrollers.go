@@ -16,6 +16,11 @@ import (
 
 var ReplicationControllerRules = registry.Rules{
 	Generation: true,
+	// kube's ValidateReplicationControllerStatusUpdate: a status write checks the status.
+	SubresourceUpdates: map[string]registry.SubresourceRules{"status": {Validate: func(obj, _ runtime.Object) field.ErrorList {
+		s := &obj.(*corev1.ReplicationController).Status
+		return registry.ReplicaSetStatus(field.NewPath("status"), s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas, s.ObservedGeneration, nil)
+	}}},
 	Warnings: func(obj, old runtime.Object) []string {
 		rc := obj.(*corev1.ReplicationController)
 		if old == nil {
