@@ -424,15 +424,22 @@ func TestServiceClusterIPAllocation(t *testing.T) {
 	if err != nil || again.Spec.ClusterIP != ips[0] {
 		t.Errorf("the IP of a deleted Service should be free again: %v %+v", err, again)
 	}
-	// A dry run shows an IP but holds none; a headless Service gets none.
+	// A dry run shows the range's network address, as kube's, and holds what it asks for
+	// no longer than the request; a headless Service gets none.
 	dry, err := client.CoreV1().Services("default").Create(ctx, clusterIPService("dry", 80), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	if err != nil || dry.Spec.ClusterIP == "" {
-		t.Fatalf("dry run: %v %+v", err, dry)
+	if err != nil || dry.Spec.ClusterIP != "10.96.0.0" {
+		t.Fatalf("dry run: %v, cluster IP %q; want the network address 10.96.0.0", err, dry.Spec.ClusterIP)
 	}
 	held := clusterIPService("held", 80)
-	held.Spec.ClusterIP = dry.Spec.ClusterIP
+	held.Spec.ClusterIP = ips[1]
+	if _, err := client.CoreV1().Services("default").Delete(ctx, "svc-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Services("default").Create(ctx, held.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("dry run asking for a free IP: %v", err)
+	}
 	if _, err := client.CoreV1().Services("default").Create(ctx, held, metav1.CreateOptions{}); err != nil {
-		t.Errorf("a dry run must not hold the IP it showed: %v", err)
+		t.Errorf("a dry run must not hold the IP it asked for: %v", err)
 	}
 	headless := clusterIPService("headless", 5432)
 	headless.Spec.ClusterIP = corev1.ClusterIPNone
