@@ -43,7 +43,7 @@ var NamespaceRules = registry.Rules{
 	PrepareUpdate: func(obj, old runtime.Object) {
 		obj.(*corev1.Namespace).Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
 	},
-	SubresourceUpdates: map[string]registry.SubresourceRules{"finalize": {}},
+	SubresourceUpdates: map[string]registry.SubresourceRules{"finalize": {}, "status": {Validate: validateNamespaceStatus}},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		ns := obj.(*corev1.Namespace)
 		errs := validation.ValidateObjectMeta(&ns.ObjectMeta, false, validation.ValidateNamespaceName, field.NewPath("metadata"))
@@ -73,4 +73,18 @@ var NamespaceRules = registry.Rules{
 			return []any{ns.Name, string(ns.Status.Phase), registry.Age(ns.CreationTimestamp)}
 		},
 	},
+}
+
+// validateNamespaceStatus is kube's ValidateNamespaceStatusUpdate: the phase is Active,
+// Terminating once the namespace is being deleted (kube's path spells the field Phase).
+func validateNamespaceStatus(obj, _ runtime.Object) field.ErrorList {
+	ns := obj.(*corev1.Namespace)
+	path := field.NewPath("status", "Phase")
+	switch {
+	case ns.DeletionTimestamp == nil && ns.Status.Phase != corev1.NamespaceActive:
+		return field.ErrorList{field.Invalid(path, ns.Status.Phase, "may only be 'Active' if `deletionTimestamp` is empty")}
+	case ns.DeletionTimestamp != nil && ns.Status.Phase != corev1.NamespaceTerminating:
+		return field.ErrorList{field.Invalid(path, ns.Status.Phase, "may only be 'Terminating' if `deletionTimestamp` is not empty")}
+	}
+	return nil
 }

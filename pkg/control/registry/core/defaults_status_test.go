@@ -63,3 +63,14 @@ func TestResourceListsRoundedUpToMilli(t *testing.T) {
 		}
 	}
 }
+
+// TestNamespaceStatusPhaseAsKube: a status write may not set a phase other than Active
+// on a namespace not being deleted, in kube-apiserver v1.36.3's words.
+func TestNamespaceStatusPhaseAsKube(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}, Status: corev1.NamespaceStatus{Phase: "Bogus"}}
+	validate := NamespaceRules.SubresourceUpdates["status"].Validate
+	registrytest.ExpectMessages(t, "bogus phase", validate(ns, ns.DeepCopy()),
+		"status.Phase: Invalid value: \"Bogus\": may only be 'Active' if `deletionTimestamp` is empty")
+	ns.Status.Phase = corev1.NamespaceActive
+	registrytest.ExpectMessages(t, "active", validate(ns, ns.DeepCopy()))
+}
