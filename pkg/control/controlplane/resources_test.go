@@ -432,7 +432,7 @@ func TestServiceClusterIPAllocation(t *testing.T) {
 	}
 	held := clusterIPService("held", 80)
 	held.Spec.ClusterIP = ips[1]
-	if _, err := client.CoreV1().Services("default").Delete(ctx, "svc-1", metav1.DeleteOptions{}); err != nil {
+	if err := client.CoreV1().Services("default").Delete(ctx, "svc-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.CoreV1().Services("default").Create(ctx, held.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
