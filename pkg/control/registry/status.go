@@ -11,6 +11,9 @@ type Count struct {
 	Value int64
 }
 
+// Count32 is a count held in an int32 field, as most status counts are.
+func Count32(name string, v int32) Count { return Count{Name: name, Value: int64(v)} }
+
 // StatusCounts is kube's check of a status's counts, in their order: each non-negative.
 func StatusCounts(path *field.Path, counts ...Count) field.ErrorList {
 	var errs field.ErrorList
@@ -47,7 +50,7 @@ func Decremented(count, old *int32, path *field.Path) field.ErrorList {
 // ReplicaSetStatus is kube's ValidateReplicaSetStatus, also its
 // ValidateReplicationControllerStatus (which has no terminating count).
 func ReplicaSetStatus(path *field.Path, replicas, fullyLabeled, ready, available int32, observedGeneration int64, terminating *int32) field.ErrorList {
-	c := func(name string, v int32) Count { return Count{Name: name, Value: int64(v)} }
+	c := Count32
 	errs := StatusCounts(path, c("replicas", replicas), c("fullyLabeledReplicas", fullyLabeled), c("readyReplicas", ready),
 		c("availableReplicas", available), Count{Name: "observedGeneration", Value: observedGeneration})
 	errs = append(errs, NonNegative(terminating, path.Child("terminatingReplicas"))...)

@@ -20,7 +20,7 @@ func statusRules(validate func(obj, old runtime.Object) field.ErrorList) map[str
 
 func validateDeploymentStatus(obj, old runtime.Object) field.ErrorList {
 	s, o := &obj.(*appsv1.Deployment).Status, &old.(*appsv1.Deployment).Status
-	c := func(name string, v int32) registry.Count { return registry.Count{Name: name, Value: int64(v)} }
+	c := registry.Count32
 	errs := registry.StatusCounts(statusPath, registry.Count{Name: "observedGeneration", Value: s.ObservedGeneration},
 		c("replicas", s.Replicas), c("updatedReplicas", s.UpdatedReplicas), c("readyReplicas", s.ReadyReplicas),
 		c("availableReplicas", s.AvailableReplicas), c("unavailableReplicas", s.UnavailableReplicas))
@@ -39,7 +39,7 @@ func validateReplicaSetStatus(obj, _ runtime.Object) field.ErrorList {
 
 func validateStatefulSetStatus(obj, old runtime.Object) field.ErrorList {
 	s, o := &obj.(*appsv1.StatefulSet).Status, &old.(*appsv1.StatefulSet).Status
-	c := func(name string, v int32) registry.Count { return registry.Count{Name: name, Value: int64(v)} }
+	c := registry.Count32
 	errs := registry.StatusCounts(statusPath, c("replicas", s.Replicas), c("readyReplicas", s.ReadyReplicas),
 		c("currentReplicas", s.CurrentReplicas), c("updatedReplicas", s.UpdatedReplicas), c("availableReplicas", s.AvailableReplicas))
 	errs = append(errs, registry.StatusCounts(statusPath, registry.Count{Name: "observedGeneration", Value: s.ObservedGeneration})...)
@@ -52,7 +52,7 @@ func validateStatefulSetStatus(obj, old runtime.Object) field.ErrorList {
 
 func validateDaemonSetStatus(obj, old runtime.Object) field.ErrorList {
 	s, o := &obj.(*appsv1.DaemonSet).Status, &old.(*appsv1.DaemonSet).Status
-	c := func(name string, v int32) registry.Count { return registry.Count{Name: name, Value: int64(v)} }
+	c := registry.Count32
 	errs := registry.StatusCounts(statusPath, c("currentNumberScheduled", s.CurrentNumberScheduled), c("numberMisscheduled", s.NumberMisscheduled),
 		c("desiredNumberScheduled", s.DesiredNumberScheduled), c("numberReady", s.NumberReady), registry.Count{Name: "observedGeneration", Value: s.ObservedGeneration},
 		c("updatedNumberScheduled", s.UpdatedNumberScheduled), c("numberAvailable", s.NumberAvailable), c("numberUnavailable", s.NumberUnavailable))

@@ -525,6 +525,5 @@ func averageOrUtilization(target autoscalingv2.MetricTarget, cur *autoscalingv2.
 // validateHPAStatus is kube's ValidateHorizontalPodAutoscalerStatusUpdate: the replica
 // counts, nothing else of the status.
 func validateHPAStatus(current, desired int32) field.ErrorList {
-	return registry.StatusCounts(field.NewPath("status"), registry.Count{Name: "currentReplicas", Value: int64(current)},
-		registry.Count{Name: "desiredReplicas", Value: int64(desired)})
+	return registry.StatusCounts(field.NewPath("status"), registry.Count32("currentReplicas", current), registry.Count32("desiredReplicas", desired))
 }

@@ -19,9 +19,8 @@ var PodDisruptionBudgetRules = registry.Rules{
 	SubresourceUpdates: map[string]registry.SubresourceRules{"status": {Validate: func(obj, _ runtime.Object) field.ErrorList {
 		s, path := &obj.(*policyv1.PodDisruptionBudget).Status, field.NewPath("status")
 		errs := metav1validation.ValidateConditions(s.Conditions, path.Child("conditions"))
-		return append(errs, registry.StatusCounts(path, registry.Count{Name: "disruptionsAllowed", Value: int64(s.DisruptionsAllowed)},
-			registry.Count{Name: "currentHealthy", Value: int64(s.CurrentHealthy)}, registry.Count{Name: "desiredHealthy", Value: int64(s.DesiredHealthy)},
-			registry.Count{Name: "expectedPods", Value: int64(s.ExpectedPods)})...)
+		return append(errs, registry.StatusCounts(path, registry.Count32("disruptionsAllowed", s.DisruptionsAllowed),
+			registry.Count32("currentHealthy", s.CurrentHealthy), registry.Count32("desiredHealthy", s.DesiredHealthy), registry.Count32("expectedPods", s.ExpectedPods))...)
 	}}},
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*policyv1.PodDisruptionBudget).Status = policyv1.PodDisruptionBudgetStatus{}
