@@ -238,26 +238,9 @@ func countIndexes(list string, completions int32) (int32, error) {
 	var total int32
 	last := int32(-1)
 	for _, part := range strings.Split(list, ",") {
-		bounds := strings.Split(part, "-")
-		if len(bounds) > 2 {
-			return 0, fmt.Errorf("the fragment %q violates the requirement that an index interval can have at most two parts separated by '-'", part)
-		}
-		var lohi [2]int32
-		for i, b := range bounds {
-			n, err := strconv.Atoi(b)
-			if err != nil {
-				return 0, fmt.Errorf("cannot convert string to integer for index: %q", b)
-			}
-			if n >= int(completions) {
-				return 0, fmt.Errorf("too large index: %q", b)
-			}
-			lohi[i] = int32(n)
-		}
-		lo, hi := lohi[0], lohi[0]
-		if len(bounds) == 2 {
-			if hi = lohi[1]; lo >= hi {
-				return 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", lo, hi)
-			}
+		lo, hi, err := indexInterval(part, completions)
+		if err != nil {
+			return 0, err
 		}
 		if last >= lo {
 			return 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", last, lo)
@@ -266,4 +249,68 @@ func countIndexes(list string, completions int32) (int32, error) {
 		last = hi
 	}
 	return total, nil
+}
+
+// indexInterval reads one interval of an index list: "3" or "2-4".
+func indexInterval(part string, completions int32) (lo, hi int32, err error) {
+	bounds := strings.Split(part, "-")
+	if len(bounds) > 2 {
+		return 0, 0, fmt.Errorf("the fragment %q violates the requirement that an index interval can have at most two parts separated by '-'", part)
+	}
+	var lohi [2]int32
+	for i, b := range bounds {
+		n, err := strconv.Atoi(b)
+		if err != nil {
+			return 0, 0, fmt.Errorf("cannot convert string to integer for index: %q", b)
+		}
+		if n >= int(completions) {
+			return 0, 0, fmt.Errorf("too large index: %q", b)
+		}
+		lohi[i] = int32(n)
+	}
+	lo, hi = lohi[0], lohi[0]
+	if len(bounds) == 2 {
+		if hi = lohi[1]; lo >= hi {
+			return 0, 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", lo, hi)
+		}
+	}
+	return lo, hi, nil
+}
+
+// indexesOverlap finds the first index in both lists, walking their intervals in order
+// as kube does; an interval that does not parse is passed over (its format is refused
+// on its own).
+func indexesOverlap(completed, failed string, completions int32) (int32, bool) {
+	if completed == "" || failed == "" {
+		return 0, false
+	}
+	type interval struct {
+		lo, hi int32
+		err    error
+	}
+	read := func(list string) []interval {
+		var out []interval
+		for _, part := range strings.Split(list, ",") {
+			lo, hi, err := indexInterval(part, completions)
+			out = append(out, interval{lo, hi, err})
+		}
+		return out
+	}
+	cs, fs := read(completed), read(failed)
+	for len(cs) > 0 && len(fs) > 0 {
+		c, f := cs[0], fs[0]
+		switch {
+		case c.err != nil:
+			cs = cs[1:]
+		case f.err != nil:
+			fs = fs[1:]
+		case c.lo <= f.hi && f.lo <= c.hi:
+			return max(c.lo, f.lo), true
+		case c.lo <= f.lo:
+			cs = cs[1:]
+		default:
+			fs = fs[1:]
+		}
+	}
+	return 0, false
 }

@@ -37,6 +37,7 @@ const (
 var JobRules = registry.Rules{
 	Generation:              true,
 	OrphanDependentsWarning: "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning",
+	SubresourceUpdates:      map[string]registry.SubresourceRules{"status": jobStatusUpdate},
 	Warnings: func(obj, old runtime.Object) []string {
 		j := obj.(*batchv1.Job)
 		out := registry.WorkloadNameWarnings(j.Name, old)
