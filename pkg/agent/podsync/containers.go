@@ -18,8 +18,8 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/lifecycle"
-	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
+	"github.com/minik8s/minik8s/pkg/restartpolicy"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -106,7 +106,7 @@ type restartCheck func(exitCode int32) bool
 // appRestarts: an app container runs again as its restart policy and rules, or else the
 // pod's restartPolicy, say (the kubelet's ShouldContainerBeRestarted).
 func appRestarts(pod *corev1.Pod, c *corev1.Container) restartCheck {
-	return func(exitCode int32) bool { return status.ContainerShouldRestart(&pod.Spec, c, exitCode) }
+	return func(exitCode int32) bool { return restartpolicy.ContainerShouldRestart(&pod.Spec, c, exitCode) }
 }
 
 // crashBackoffKey names a container's crash-loop back-off; a new spec starts a fresh one.

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/status"
+	"github.com/minik8s/minik8s/pkg/restartpolicy"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -18,7 +19,7 @@ const reasonPodInitializing = "PodInitializing"
 // restartPolicy, say (the kubelet's computeInitContainerActions).
 func initRestarts(pod *corev1.Pod, c *corev1.Container) restartCheck {
 	return func(exitCode int32) bool {
-		return status.IsSidecar(c) || exitCode != 0 && status.ContainerShouldRestart(&pod.Spec, c, exitCode)
+		return status.IsSidecar(c) || exitCode != 0 && restartpolicy.ContainerShouldRestart(&pod.Spec, c, exitCode)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/status"
+	"github.com/minik8s/minik8s/pkg/restartpolicy"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -26,7 +27,7 @@ func removedByRestartAll() *corev1.ContainerStateTerminated {
 
 // restartsAll: the run exited with a code a RestartAllContainers rule of c matches.
 func restartsAll(c *corev1.Container, run runtime.Container) bool {
-	return run.State == runtime.StateExited && status.RestartsAllContainers(c, run.ExitCode)
+	return run.State == runtime.StateExited && restartpolicy.RestartsAllContainers(c, run.ExitCode)
 }
 
 // restartAllTriggered: the current run of one of the pod's init or app containers exited

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
+	"github.com/minik8s/minik8s/pkg/restartpolicy"
 )
 
 // kubeletConditions are the pod conditions the kubelet sets, in the order it writes
@@ -55,7 +56,7 @@ func inKubeletOrder(conds []corev1.PodCondition) []corev1.PodCondition {
 // it Pending or fail it). A running sidecar counts as a running container, so a pod whose
 // app containers have finished runs on until its sidecars are stopped; a stopped or
 // restarting sidecar does not count. Once none runs, the pod runs on while an app container
-// will restart, as ContainerShouldRestart says of its exit code. terminal: the pod is being
+// will restart, as restartpolicy.ContainerShouldRestart says of its exit code. terminal: the pod is being
 // ended, so none restarts whatever its policy. A container without a status keeps the pod
 // Pending.
 func Phase(spec *corev1.PodSpec, initStatuses, statuses []corev1.ContainerStatus, terminal bool) corev1.PodPhase {
@@ -126,35 +127,6 @@ func named(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStat
 	return &statuses[i]
 }
 
-// ContainerShouldRestart is the kubelet's (pkg/api/v1/pod/util.go, with ContainerRestartRules
-// on as kube 1.35+ has it): whether container c of a pod with spec runs again after exiting
-// with exitCode. With a restartPolicy of its own, its first restartPolicyRule matching the
-// code decides (Restart, or RestartAllContainers: it runs again with all the others),
-// else its restartPolicy; without, the pod's restartPolicy.
-func ContainerShouldRestart(spec *corev1.PodSpec, c *corev1.Container, exitCode int32) bool {
-	if c.RestartPolicy != nil {
-		if _, ok := matchingRestartRule(c, exitCode); ok {
-			return true // both actions restart it
-		}
-		switch *c.RestartPolicy {
-		case corev1.ContainerRestartPolicyAlways:
-			return true
-		case corev1.ContainerRestartPolicyOnFailure:
-			return exitCode != 0
-		case corev1.ContainerRestartPolicyNever:
-			return false
-		}
-	}
-	switch spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default:
-		return true
-	}
-}
-
 // RestartingAllContainers is the reason a container removed by a restart of all the pod's
 // containers terminated with, as the kubelet reports it.
 const RestartingAllContainers = "RestartingAllContainers"
@@ -163,36 +135,7 @@ const RestartingAllContainers = "RestartingAllContainers"
 // ContainerShouldRestart says of its exit code, or, removed by a restart of all the pod's
 // containers, in any case (the kubelet's getPhase).
 func RunsAgain(spec *corev1.PodSpec, c *corev1.Container, last *corev1.ContainerStateTerminated) bool {
-	return last.Reason == RestartingAllContainers || ContainerShouldRestart(spec, c, last.ExitCode)
-}
-
-// RestartsAllContainers: c's first restartPolicyRule matching exitCode restarts all the
-// pod's containers (the kubelet's ShouldAllContainersRestart, for one container's exit).
-func RestartsAllContainers(c *corev1.Container, exitCode int32) bool {
-	rule, ok := matchingRestartRule(c, exitCode)
-	return ok && rule.Action == corev1.ContainerRestartRuleActionRestartAllContainers
-}
-
-// matchingRestartRule is the first of c's restartPolicyRules whose exitCodes match exitCode
-// (the kubelet's FindMatchingContainerRestartRule).
-func matchingRestartRule(c *corev1.Container, exitCode int32) (corev1.ContainerRestartRule, bool) {
-	for _, rule := range c.RestartPolicyRules {
-		if rule.ExitCodes == nil {
-			continue
-		}
-		in := slices.Contains(rule.ExitCodes.Values, exitCode)
-		switch rule.ExitCodes.Operator {
-		case corev1.ContainerRestartRuleOnExitCodesOpIn:
-			if in {
-				return rule, true
-			}
-		case corev1.ContainerRestartRuleOnExitCodesOpNotIn:
-			if !in {
-				return rule, true
-			}
-		}
-	}
-	return corev1.ContainerRestartRule{}, false
+	return last.Reason == RestartingAllContainers || restartpolicy.ContainerShouldRestart(spec, c, last.ExitCode)
 }
 
 // IsSidecar: an init container with restartPolicy Always is a sidecar, started in order
