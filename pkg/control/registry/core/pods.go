@@ -116,7 +116,7 @@ var PodRules = registry.Rules{
 		}
 	},
 	Table:              podTable,
-	SubresourceUpdates: map[string]registry.SubresourceRules{"ephemeralcontainers": podEphemeralContainersUpdate, "resize": podResizeUpdate},
+	SubresourceUpdates: map[string]registry.SubresourceRules{"status": podStatusUpdate, "ephemeralcontainers": podEphemeralContainersUpdate, "resize": podResizeUpdate},
 	// As kube's pod strategies: status writers own neither the spec nor the deletion
 	// timestamp and owner references; resize and ephemeralcontainers writers own only what
 	// they may change.
