@@ -97,6 +97,7 @@ var (
 		Validate: func(obj runtime.Object) field.ErrorList {
 			return validateValidatingAdmissionPolicy(obj.(*admissionregistrationv1.ValidatingAdmissionPolicy))
 		},
+		SubresourceUpdates: map[string]registry.SubresourceRules{"status": {Validate: validatePolicyStatus}},
 		Table: policyTable(registry.IntegerColumn("Validations", "Validations is the count of validations."),
 			admissionregistrationv1.ValidatingAdmissionPolicySpec{}.SwaggerDoc()["paramKind"],
 			func(obj runtime.Object) (int, *admissionregistrationv1.ParamKind) {
