@@ -296,7 +296,7 @@ func validateConditions(path *field.Path, csr *certificatesv1.CertificateSigning
 		}
 		if (c.Type == certificatesv1.CertificateApproved && seen[certificatesv1.CertificateDenied]) ||
 			(c.Type == certificatesv1.CertificateDenied && seen[certificatesv1.CertificateApproved]) {
-			errs = append(errs, field.Invalid(p.Child("type"), c.Type, "Approved and Denied conditions are mutually exclusive"))
+			errs = append(errs, field.Invalid(path, c.Type, "Approved and Denied conditions are mutually exclusive")) // kube names the list
 		}
 		if seen[c.Type] {
 			errs = append(errs, field.Duplicate(p.Child("type"), c.Type))

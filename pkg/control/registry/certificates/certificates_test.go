@@ -6,6 +6,7 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // TestPreserveApprovalConditions: a status update keeps the stored Approved condition in
@@ -29,5 +30,19 @@ func TestPreserveApprovalConditions(t *testing.T) {
 	preserveConditions(removed, old, certificatesv1.CertificateApproved)
 	if len(removed.Status.Conditions) != 1 {
 		t.Errorf("an update removing Approved got %+v back, want it left for validation", removed.Status.Conditions)
+	}
+}
+
+// TestConditionErrorsAsKube: kube-apiserver v1.36.3's answer to an approval that both
+// approves and denies names the conditions list, not the condition.
+func TestConditionErrorsAsKube(t *testing.T) {
+	csr := &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{
+		{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue}, {Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue}}}}
+	var got []string
+	for _, e := range validateConditions(field.NewPath("status", "conditions"), csr) {
+		got = append(got, e.Error())
+	}
+	if want := []string{`status.conditions: Invalid value: "Denied": Approved and Denied conditions are mutually exclusive`}; !slices.Equal(got, want) {
+		t.Errorf("errors %q, want %q", got, want)
 	}
 }
