@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -116,6 +117,7 @@ func validateNode(n *corev1.Node) field.ErrorList {
 	if swap := n.Status.NodeInfo.Swap; swap != nil && swap.Capacity != nil && *swap.Capacity <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "nodeSwapStatus", "capacity"), *swap.Capacity, "must be greater than zero"))
 	}
+	errs = append(errs, validateDeclaredFeatures(n.Status.DeclaredFeatures, field.NewPath("status", "declaredFeatures"))...)
 	cidrs := field.NewPath("spec", "podCIDRs")
 	for i, cidr := range n.Spec.PodCIDRs {
 		errs = append(errs, utilvalidation.IsValidCIDRForLegacyField(cidrs.Index(i), cidr, true, nil)...)
@@ -137,6 +139,7 @@ func validateNode(n *corev1.Node) field.ErrorList {
 // set once, the configSource references well formed.
 func validateNodeUpdate(n, old *corev1.Node) field.ErrorList {
 	errs := validateNodeResources(n)
+	errs = append(errs, validateDeclaredFeatures(n.Status.DeclaredFeatures, field.NewPath("status", "declaredFeatures"))...)
 	seen := map[corev1.NodeAddress]bool{}
 	for i, a := range n.Status.Addresses {
 		if seen[a] {
@@ -166,6 +169,32 @@ func validateNodeUpdate(n, old *corev1.Node) field.ErrorList {
 	}
 	if n.Spec.DoNotUseExternalID != old.Spec.DoNotUseExternalID {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "externalID"), "may not be updated"))
+	}
+	return errs
+}
+
+var declaredFeatureName = regexp.MustCompile(`^[A-Z][a-zA-Z0-9]*(/[a-zA-Z][a-zA-Z0-9]*)*$`)
+
+// validateDeclaredFeatures is kube's validateNodeDeclaredFeatures (NodeDeclaredFeatures,
+// beta in 1.36): the features a node declares are UpperCamelCase names, optionally with
+// /sub-features, listed once each in sorted order, so the scheduler can search them.
+func validateDeclaredFeatures(features []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range features {
+		switch {
+		case len(f) > utilvalidation.DNS1123SubdomainMaxLength:
+			errs = append(errs, field.Invalid(path.Index(i), f, fmt.Sprintf("invalid feature name %q: must be no more than %d characters", f, utilvalidation.DNS1123SubdomainMaxLength)))
+		case !declaredFeatureName.MatchString(f):
+			errs = append(errs, field.Invalid(path.Index(i), f, fmt.Sprintf("invalid feature name %q: must start with an UpperCamelCase segment, with subsequent segments separated by '/' (e.g., MyFeature or MyFeature/mySubFeature), and contain only alphanumeric characters and slashes", f)))
+		}
+		if i+1 < len(features) {
+			switch next := features[i+1]; {
+			case f == next:
+				errs = append(errs, field.Duplicate(path.Index(i+1), next))
+			case f > next:
+				errs = append(errs, field.Invalid(path.Index(i+1), next, "list must be sorted alphabetically"))
+			}
+		}
 	}
 	return errs
 }
