@@ -146,6 +146,10 @@ type Rules struct {
 	// apiextensions-apiserver's CustomResourceDefinition Delete adds its cleanup finalizer
 	// and Terminating condition.
 	MarkDeleted func(obj runtime.Object)
+	// Deleting, when set, changes the object each deletion stores marked, as kube's
+	// namespace Delete sets the Terminating phase. (Default cannot: it runs on status
+	// writes too, which must not have their phase changed before validation.)
+	Deleting func(obj runtime.Object)
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
 	// hold a deleted object, as a namespace's spec.finalizers do until it is empty.
 	Finalizing func(obj runtime.Object) bool

@@ -122,6 +122,9 @@ func (c *Controller) updateConditions(ctx context.Context, ns *corev1.Namespace,
 	if !setConditions(&out.Status, failures) {
 		return nil
 	}
+	// The namespace is being deleted: the API server refuses any other phase (as kube's
+	// namespace controller, which sets it too).
+	out.Status.Phase = corev1.NamespaceTerminating
 	_, err := c.client.CoreV1().Namespaces().UpdateStatus(ctx, out, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

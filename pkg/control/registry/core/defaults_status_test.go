@@ -65,12 +65,22 @@ func TestResourceListsRoundedUpToMilli(t *testing.T) {
 }
 
 // TestNamespaceStatusPhaseAsKube: a status write may not set a phase other than Active
-// on a namespace not being deleted, in kube-apiserver v1.36.3's words.
+// on a namespace not being deleted, nor Active (or no phase, which defaults to it) on one
+// being deleted, in kube-apiserver v1.36.3's words.
 func TestNamespaceStatusPhaseAsKube(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}, Status: corev1.NamespaceStatus{Phase: "Bogus"}}
-	validate := NamespaceRules.SubresourceUpdates["status"].Validate
-	registrytest.ExpectMessages(t, "bogus phase", validate(ns, ns.DeepCopy()),
+	registrytest.ExpectMessages(t, "bogus phase", statusSteps(NamespaceRules, ns, ns.DeepCopy()),
 		"status.Phase: Invalid value: \"Bogus\": may only be 'Active' if `deletionTimestamp` is empty")
 	ns.Status.Phase = corev1.NamespaceActive
-	registrytest.ExpectMessages(t, "active", validate(ns, ns.DeepCopy()))
+	registrytest.ExpectMessages(t, "active", statusSteps(NamespaceRules, ns, ns.DeepCopy()))
+
+	now := metav1.Now()
+	deleted := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", DeletionTimestamp: &now}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}
+	for _, phase := range []corev1.NamespacePhase{corev1.NamespaceActive, ""} {
+		ns := deleted.DeepCopy()
+		ns.Status.Phase = phase
+		registrytest.ExpectMessages(t, "deleted, phase "+string(phase), statusSteps(NamespaceRules, ns, deleted),
+			"status.Phase: Invalid value: \"Active\": may only be 'Terminating' if `deletionTimestamp` is not empty")
+	}
+	registrytest.ExpectMessages(t, "deleted, terminating", statusSteps(NamespaceRules, deleted.DeepCopy(), deleted))
 }

@@ -13,12 +13,16 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// statusSteps is what the server does to an update through the status subresource.
+// statusSteps is what the server does to an update through the status subresource: the
+// kind's update validation where the status has none of its own.
 func statusSteps(r registry.Rules, obj, old runtime.Object) field.ErrorList {
 	if r.Default != nil {
 		r.Default(obj)
 	}
-	return r.SubresourceUpdates["status"].Validate(obj, old)
+	if sr, ok := r.SubresourceUpdates["status"]; ok {
+		return sr.Validate(obj, old)
+	}
+	return r.ValidateUpdate(obj, old)
 }
 
 // The load balancer addresses written to a Service's or an Ingress's status are checked as

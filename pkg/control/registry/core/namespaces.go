@@ -19,10 +19,7 @@ var NamespaceRules = registry.Rules{
 	NoDeleteCollection: true,
 	Default: func(obj runtime.Object) {
 		ns := obj.(*corev1.Namespace)
-		switch {
-		case ns.DeletionTimestamp != nil:
-			ns.Status.Phase = corev1.NamespaceTerminating
-		case ns.Status.Phase == "":
+		if ns.Status.Phase == "" {
 			ns.Status.Phase = corev1.NamespaceActive
 		}
 		if ns.Labels == nil {
@@ -43,6 +40,9 @@ var NamespaceRules = registry.Rules{
 	PrepareUpdate: func(obj, old runtime.Object) {
 		obj.(*corev1.Namespace).Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
 	},
+	// The deletion makes the namespace Terminating; a status write may not change that back
+	// (validateNamespaceStatus).
+	Deleting:           func(obj runtime.Object) { obj.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
 	SubresourceUpdates: map[string]registry.SubresourceRules{"finalize": {}, "status": {Validate: validateNamespaceStatus}},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		ns := obj.(*corev1.Namespace)

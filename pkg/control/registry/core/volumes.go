@@ -2,9 +2,11 @@ package core
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/internal/resourcename"
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/ptr"
@@ -181,6 +184,8 @@ var PersistentVolumeClaimRules = registry.Rules{
 		errs := append(registry.ValidateMeta(pvc, true, validation.NameIsDNSSubdomain), corevalidation.ValidateClaimSpec(&pvc.Spec, field.NewPath("spec"))...)
 		return append(errs, validateClaimSpecUpdate(pvc, o)...)
 	},
+	// kube's status strategy checks the status alone; the spec is the stored one.
+	SubresourceUpdates: map[string]registry.SubresourceRules{"status": {Validate: validateClaimStatusUpdate}},
 	Table: &registry.TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			registry.NameColumn,
@@ -255,6 +260,56 @@ func validateClaimSpecUpdate(pvc, old *corev1.PersistentVolumeClaim) field.Error
 		}
 	}
 	return errs
+}
+
+// claimResizeStatuses are the resize statuses kube knows, sorted as its refusal lists them.
+var claimResizeStatuses = []corev1.ClaimResourceStatus{corev1.PersistentVolumeClaimControllerResizeInProgress,
+	corev1.PersistentVolumeClaimControllerResizeInfeasible, corev1.PersistentVolumeClaimNodeResizeInProgress,
+	corev1.PersistentVolumeClaimNodeResizeInfeasible, corev1.PersistentVolumeClaimNodeResizePending}
+
+// validateClaimStatusUpdate is kube's ValidatePersistentVolumeClaimStatusUpdate with
+// RecoverVolumeExpansionFailure on (GA and locked in v1.36), in its order and words, the
+// entries of each map in their keys' order (kube's is a map's). Its resourceVersion check
+// cannot fail here (the stored one is kept), nor its non-negative check of an allocated
+// quantity after BasicResource (Value rounds a negative one away from zero, to -1 or less).
+func validateClaimStatusUpdate(obj, _ runtime.Object) field.ErrorList {
+	pvc := obj.(*corev1.PersistentVolumeClaim)
+	var errs field.ErrorList
+	if len(pvc.Spec.AccessModes) == 0 {
+		errs = append(errs, field.Required(field.NewPath("Spec", "accessModes"), "")) // sic: kube's path
+	}
+	status := field.NewPath("status")
+	for _, name := range slices.Sorted(maps.Keys(pvc.Status.Capacity)) {
+		errs = append(errs, corevalidation.BasicResource(pvc.Status.Capacity[name], status.Child("capacity").Key(string(name)))...)
+	}
+	path := status.Child("allocatedResourceStatuses")
+	for _, name := range slices.Sorted(maps.Keys(pvc.Status.AllocatedResourceStatuses)) {
+		errs = append(errs, claimResourceKey(name, path)...)
+		if !slices.Contains(claimResizeStatuses, pvc.Status.AllocatedResourceStatuses[name]) {
+			errs = append(errs, field.NotSupported(path, name, claimResizeStatuses)) // sic: kube names the key
+		}
+	}
+	path = status.Child("allocatedResources")
+	for _, name := range slices.Sorted(maps.Keys(pvc.Status.AllocatedResources)) {
+		if keyErrs := claimResourceKey(name, path); len(keyErrs) > 0 {
+			errs = append(errs, keyErrs...)
+			continue
+		}
+		errs = append(errs, corevalidation.BasicResource(pvc.Status.AllocatedResources[name], path.Key(string(name)))...)
+	}
+	return errs
+}
+
+// claimResourceKey is kube's validatePersistentVolumeClaimResourceKey: a qualified name,
+// and storage if it is a native one.
+func claimResourceKey(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	if msgs := utilvalidation.IsQualifiedName(string(name)); len(msgs) > 0 {
+		return corevalidation.InvalidEach(path, string(name), msgs)
+	}
+	if resourcename.IsNative(name) && name != corev1.ResourceStorage {
+		return field.ErrorList{field.NotSupported(path, string(name), []corev1.ResourceName{corev1.ResourceStorage})}
+	}
+	return nil
 }
 
 // internalClaimSpec is a claim's spec as kube-apiserver's internal type has it (Go field

@@ -175,3 +175,67 @@ func TestPersistentVolumeHostPathValidated(t *testing.T) {
 	registrytest.ExpectMessage(t, errs, "spec.hostPath.type", `supported values: "", "BlockDevice", "CharDevice", "Directory"`)
 	registrytest.ExpectMessage(t, errs, "spec.hostPath.path", "must not contain '..'")
 }
+
+// TestClaimStatusUpdatesAsKube: a claim's status write is checked as kube-apiserver v1.36.3's
+// ValidatePersistentVolumeClaimStatusUpdate checks it (RecoverVolumeExpansionFailure is GA):
+// quantities, resize statuses and the allocated resources' names, in its words; conditions
+// and the modify-volume status are not checked.
+func TestClaimStatusUpdatesAsKube(t *testing.T) {
+	claim := func() *corev1.PersistentVolumeClaim { // as stored: defaulted
+		c := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", ResourceVersion: "1"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+		}
+		PersistentVolumeClaimRules.Default(c)
+		return c
+	}
+	list := func(name corev1.ResourceName, q string) corev1.ResourceList {
+		return corev1.ResourceList{name: resource.MustParse(q)}
+	}
+	resizing := func(name corev1.ResourceName, s corev1.ClaimResourceStatus) map[corev1.ResourceName]corev1.ClaimResourceStatus {
+		return map[corev1.ResourceName]corev1.ClaimResourceStatus{name: s}
+	}
+	statuses := `supported values: "ControllerResizeInProgress", "ControllerResizeInfeasible", "NodeResizeInProgress", "NodeResizeInfeasible", "NodeResizePending"`
+	for _, tc := range []struct {
+		name   string
+		status corev1.PersistentVolumeClaimStatus
+		want   []string
+	}{
+		{"negative capacity", corev1.PersistentVolumeClaimStatus{Capacity: list(corev1.ResourceStorage, "-1Gi")},
+			[]string{"status.capacity[storage]: Invalid value: -1073741824: must be a valid resource quantity"}},
+		{"negative cpu capacity", corev1.PersistentVolumeClaimStatus{Capacity: list(corev1.ResourceCPU, "-2")},
+			[]string{"status.capacity[cpu]: Invalid value: -2: must be a valid resource quantity"}},
+		{"unknown resize status", corev1.PersistentVolumeClaimStatus{AllocatedResourceStatuses: resizing(corev1.ResourceStorage, "Bogus")},
+			[]string{`status.allocatedResourceStatuses: Unsupported value: "storage": ` + statuses}},
+		{"resize status of memory", corev1.PersistentVolumeClaimStatus{AllocatedResourceStatuses: resizing(corev1.ResourceMemory, corev1.PersistentVolumeClaimNodeResizePending)},
+			[]string{`status.allocatedResourceStatuses: Unsupported value: "memory": supported values: "storage"`}},
+		{"resize status of a bad name", corev1.PersistentVolumeClaimStatus{AllocatedResourceStatuses: resizing("Bad Key", "Bogus")},
+			[]string{`status.allocatedResourceStatuses: Invalid value: "Bad Key": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+				`status.allocatedResourceStatuses: Unsupported value: "Bad Key": ` + statuses}},
+		{"negative allocation", corev1.PersistentVolumeClaimStatus{AllocatedResources: list(corev1.ResourceStorage, "-500m")},
+			[]string{"status.allocatedResources[storage]: Invalid value: -1: must be a valid resource quantity"}},
+		{"cpu allocated", corev1.PersistentVolumeClaimStatus{AllocatedResources: list(corev1.ResourceCPU, "-1")},
+			[]string{`status.allocatedResources: Unsupported value: "cpu": supported values: "storage"`}},
+		{"kubernetes.io name allocated", corev1.PersistentVolumeClaimStatus{AllocatedResources: list("kubernetes.io/x", "1")},
+			[]string{`status.allocatedResources: Unsupported value: "kubernetes.io/x": supported values: "storage"`}},
+		{"negative extended allocation", corev1.PersistentVolumeClaimStatus{AllocatedResources: list("example.com/x", "-1n")},
+			[]string{"status.allocatedResources[example.com/x]: Invalid value: -1: must be a valid resource quantity"}},
+		{"bound and resizing", corev1.PersistentVolumeClaimStatus{
+			Phase: corev1.ClaimBound, Capacity: list(corev1.ResourceStorage, "2Gi"),
+			AllocatedResources:        corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi"), "example.com/x": resource.MustParse("1")},
+			AllocatedResourceStatuses: resizing(corev1.ResourceStorage, corev1.PersistentVolumeClaimNodeResizePending),
+			Conditions:                []corev1.PersistentVolumeClaimCondition{{Type: "Bogus", Status: "Maybe"}},
+			ModifyVolumeStatus:        &corev1.ModifyVolumeStatus{Status: "Bogus"}, CurrentVolumeAttributesClassName: ptr.To(""),
+		}, nil},
+	} {
+		old := claim()
+		pvc := old.DeepCopy()
+		pvc.Status = tc.status
+		registrytest.ExpectMessages(t, tc.name, statusSteps(PersistentVolumeClaimRules, pvc, old), tc.want...)
+	}
+	// Sic: kube's path of the access modes (of the stored spec, which a status write keeps).
+	old := claim()
+	old.Spec.AccessModes = nil
+	registrytest.ExpectMessages(t, "no access modes", statusSteps(PersistentVolumeClaimRules, old.DeepCopy(), old), "Spec.accessModes: Required value")
+}

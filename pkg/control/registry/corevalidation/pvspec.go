@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -88,14 +89,21 @@ func validateCapacity(capacity corev1.ResourceList, p *field.Path) field.ErrorLi
 	}
 	for _, name := range slices.Sorted(maps.Keys(capacity)) { // kube's order is a map's
 		q := capacity[name]
-		if q.Value() < 0 {
-			errs = append(errs, field.Invalid(p.Key(string(name)), q.Value(), "must be a valid resource quantity"))
-		}
+		errs = append(errs, BasicResource(q, p.Key(string(name)))...)
 		if q.Sign() <= 0 {
 			errs = append(errs, field.Invalid(p.Key(string(name)), q.String(), "must be greater than zero"))
 		}
 	}
 	return errs
+}
+
+// BasicResource is kube's validateBasicResource: a quantity that is not negative once
+// rounded to a whole number (away from zero).
+func BasicResource(q resource.Quantity, path *field.Path) field.ErrorList {
+	if q.Value() < 0 {
+		return field.ErrorList{field.Invalid(path, q.Value(), "must be a valid resource quantity")}
+	}
+	return nil
 }
 
 // validateVolumeSources is kube's walk of a PersistentVolume's sources, in its order: the

@@ -220,6 +220,9 @@ func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns,
 			}
 			markDeleting(cur)
 		}
+		if res.Rules.Deleting != nil {
+			res.Rules.Deleting(cur)
+		}
 		return cur, nil
 	})
 	if errors.Is(err, errDeleteNow) {

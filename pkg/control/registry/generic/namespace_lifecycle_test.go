@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // A create in a terminating namespace is refused as kube-apiserver's NamespaceLifecycle
@@ -69,5 +70,38 @@ func TestImmortalNamespaces(t *testing.T) {
 	}
 	if _, err := s.Delete(ctx, nss, "", "other", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete other: %v", err)
+	}
+}
+
+// A namespace's deletion makes it Terminating, as kube's namespace Delete does, and a
+// status write may not set it back to Active: 422 in kube-apiserver v1.36.3's words. One
+// that keeps it Terminating (the namespace controller's conditions) is taken.
+func TestTerminatingNamespaceStatus(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	nss := s.resource(t, "namespaces")
+	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}}, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, nss, "", "going")
+	if err != nil || got.(*corev1.Namespace).Status.Phase != corev1.NamespaceTerminating {
+		t.Fatalf("after the delete: %v %+v, want Terminating", err, got)
+	}
+	phase := func(p corev1.NamespacePhase) func(runtime.Object) (runtime.Object, error) {
+		return func(cur runtime.Object) (runtime.Object, error) {
+			cur.(*corev1.Namespace).Status.Phase = p
+			return cur, nil
+		}
+	}
+	_, err = s.Update(ctx, nss, "", "going", UpdateOptions{Subresource: "status"}, phase(corev1.NamespaceActive))
+	want := `Namespace "going" is invalid: status.Phase: Invalid value: "Active": may only be 'Terminating' if ` + "`deletionTimestamp`" + ` is not empty`
+	if !apierrors.IsInvalid(err) || err.Error() != want {
+		t.Errorf("status write of Active: %v, want 422 %q", err, want)
+	}
+	if _, err := s.Update(ctx, nss, "", "going", UpdateOptions{Subresource: "status"}, phase(corev1.NamespaceTerminating)); err != nil {
+		t.Errorf("status write of Terminating: %v", err)
 	}
 }

@@ -32,7 +32,8 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		}
 	case sub == "finalize" || sub == "" && res.HasSubresource("status") && !opts.deleting:
 		// Finalize keeps only the status, as kube's namespace finalize strategy. (A
-		// deletion's write is the stored object; only MarkDeleted changes its status.)
+		// deletion's write is the stored object; only MarkDeleted and Deleting change its
+		// status.)
 		obj, err = withField(obj, old, "status")
 	}
 	if err != nil {
