@@ -87,10 +87,15 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 		return true
 	})
 	t.Logf("conditions: %+v", last)
-	// Deleting it again is refused while its content goes away, as kube-apiserver refuses it.
+	// Deleting it again while its content goes away answers with the namespace as it is,
+	// as kube-apiserver has since 1.17 (a 409 before).
 	out, err := c.kubectl(t, "", "delete", "namespace", "team", "--wait=false")
-	if want := `Error from server (Conflict): Operation cannot be fulfilled on namespaces "team": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.`; err == nil || !strings.Contains(out, want) {
+	if want := `namespace "team" deleted`; err != nil || !strings.Contains(out, want) {
 		t.Errorf("deleting a terminating namespace again: %v\n%s\nwant %s", err, out, want)
+	}
+	after, err := c.client.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
+	if err != nil || after.DeletionGracePeriodSeconds != nil || after.Status.Phase != corev1.NamespaceTerminating {
+		t.Errorf("namespace after a second deletion: %v %+v, want it Terminating with no grace period", err, after.ObjectMeta)
 	}
 	cm, err := c.client.CoreV1().ConfigMaps("team").Get(ctx, "held", metav1.GetOptions{})
 	if err != nil {

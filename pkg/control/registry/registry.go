@@ -146,8 +146,8 @@ type Rules struct {
 	// apiextensions-apiserver's CustomResourceDefinition Delete adds its cleanup finalizer
 	// and Terminating condition.
 	MarkDeleted func(obj runtime.Object)
-	// Deleting, when set, changes the object each deletion stores marked, as kube's
-	// namespace Delete sets the Terminating phase. (Default cannot: it runs on status
+	// Deleting, when set, changes the object the first deletion stores marked, as kube's
+	// namespace Delete sets the Terminating phase (and no grace period). (Default cannot: it runs on status
 	// writes too, which must not have their phase changed before validation.)
 	Deleting func(obj runtime.Object)
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
@@ -160,9 +160,6 @@ type Rules struct {
 	// (nor orphanDependents) orphan the object's dependents, answered with this warning, as
 	// kube-apiserver's batch/v1 Job storage does (its DefaultGarbageCollectionPolicy).
 	OrphanDependentsWarning string
-	// FinalizingConflict, when set, refuses with 409 and this message a deletion asked again
-	// while Finalizing holds the object (kube-apiserver's namespace storage does).
-	FinalizingConflict string
 	// PrepareUpdate carries over from old what a client may leave out of an update (such
 	// as the cluster IP a Service was given), before defaulting and validation.
 	PrepareUpdate func(obj, old runtime.Object)

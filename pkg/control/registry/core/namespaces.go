@@ -41,8 +41,12 @@ var NamespaceRules = registry.Rules{
 		obj.(*corev1.Namespace).Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
 	},
 	// The deletion makes the namespace Terminating; a status write may not change that back
-	// (validateNamespaceStatus).
-	Deleting:           func(obj runtime.Object) { obj.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
+	// (validateNamespaceStatus). kube's namespace storage sets only the deletion timestamp,
+	// not the zero grace period of a kind held by finalizers.
+	Deleting: func(obj runtime.Object) {
+		ns := obj.(*corev1.Namespace)
+		ns.Status.Phase, ns.DeletionGracePeriodSeconds = corev1.NamespaceTerminating, nil
+	},
 	SubresourceUpdates: map[string]registry.SubresourceRules{"finalize": {}, "status": {Validate: validateNamespaceStatus}},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		ns := obj.(*corev1.Namespace)
@@ -60,8 +64,7 @@ var NamespaceRules = registry.Rules{
 	},
 	// kube's namespace status strategy keeps only the spec: labels and annotations change
 	// through status too.
-	Finalizing:         func(obj runtime.Object) bool { return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0 },
-	FinalizingConflict: "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
+	Finalizing: func(obj runtime.Object) bool { return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0 },
 	Table: &registry.TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			registry.Column("Name", "string", "Name of the namespace", false),

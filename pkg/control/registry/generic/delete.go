@@ -52,8 +52,10 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 		if err := checkPreconditions(res, obj, opts.Preconditions); err != nil {
 			return nil, err
 		}
-		if msg := res.Rules.FinalizingConflict; msg != "" && MustMeta(obj).GetDeletionTimestamp() != nil && res.Rules.Finalizing(obj) {
-			return nil, apierrors.NewConflict(res.GroupResource(), name, errors.New(msg))
+		// Asked again while the kind's own finalizers hold it, it is returned as it is, as
+		// kube's namespace storage does (a 409 until Kubernetes 1.17).
+		if MustMeta(obj).GetDeletionTimestamp() != nil && res.Rules.Finalizing != nil && res.Rules.Finalizing(obj) {
+			return obj, nil
 		}
 		mark := false
 		if !goes {
@@ -198,6 +200,7 @@ func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns,
 		if err := checkPreconditions(res, cur, opts.Preconditions); err != nil {
 			return nil, err
 		}
+		first := MustMeta(cur).GetDeletionTimestamp() == nil
 		graceful, pending := beforeDelete(res, cur, opts.GracePeriodSeconds)
 		if pending {
 			return cur, nil
@@ -220,7 +223,7 @@ func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns,
 			}
 			markDeleting(cur)
 		}
-		if res.Rules.Deleting != nil {
+		if first && res.Rules.Deleting != nil {
 			res.Rules.Deleting(cur)
 		}
 		return cur, nil

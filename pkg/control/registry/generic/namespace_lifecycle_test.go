@@ -105,3 +105,29 @@ func TestTerminatingNamespaceStatus(t *testing.T) {
 		t.Errorf("status write of Terminating: %v", err)
 	}
 }
+
+// A namespace's deletion stores only its deletion timestamp (no grace period), and a
+// deletion asked again while its spec.finalizers hold it answers with the namespace as it
+// is, writing nothing, as kube-apiserver's namespace storage does since 1.17.
+func TestDeletingANamespaceAgain(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	nss := s.resource(t, "namespaces")
+	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}}, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := MustMeta(first); m.GetDeletionTimestamp() == nil || m.GetDeletionGracePeriodSeconds() != nil {
+		t.Errorf("marked namespace: timestamp %v, grace %v; want a timestamp and no grace period", m.GetDeletionTimestamp(), m.GetDeletionGracePeriodSeconds())
+	}
+	again, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{})
+	if err != nil {
+		t.Fatalf("second deletion: %v, want the namespace", err)
+	}
+	if rv, want := MustMeta(again).GetResourceVersion(), MustMeta(first).GetResourceVersion(); rv != want {
+		t.Errorf("second deletion wrote the namespace: version %s, want %s", rv, want)
+	}
+}
