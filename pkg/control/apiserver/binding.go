@@ -24,8 +24,15 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *regis
 	if _, err := decodeBody(r, &b, corev1.SchemeGroupVersion.WithKind("Binding"), validationIgnore); err != nil {
 		return err
 	}
-	if info.Name == "" {
+	switch {
+	case b.Namespace != "" && b.Namespace != info.Namespace:
+		return namespaceMismatch()
+	case info.Name == "" && b.Name == "":
+		return apierrors.NewBadRequest("Name parameter required.")
+	case info.Name == "":
 		info.Name = b.Name
+	case b.Name != info.Name:
+		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
 	}
 	dry, err := dryRun(r, "CreateOptions")
 	if err != nil {

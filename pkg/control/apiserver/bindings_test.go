@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -65,5 +66,44 @@ func TestLegacyBindings(t *testing.T) {
 	}
 	if !found {
 		t.Error("aggregated discovery does not list v1 bindings with verb create")
+	}
+}
+
+// TestBindingRefusals: a binding that does not name its pod, or names no node, is refused
+// as kube-apiserver v1.36.3 refuses it (its answers to the same POSTs): 400 for a name or
+// namespace other than the URL's, and kube's 500 carrying ValidatePodBinding's errors for
+// the target.
+func TestBindingRefusals(t *testing.T) {
+	s, _ := newCachedServer(t)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
+	ctx := context.Background()
+	if _, err := client.CoreV1().Pods("default").Create(ctx, podNamed("web", "a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var code int
+	client.CoreV1().RESTClient().Post().Namespace("default").Resource("bindings").Body(&corev1.Binding{Target: corev1.ObjectReference{Name: "node-1"}}).Do(ctx).StatusCode(&code)
+	if code != http.StatusBadRequest {
+		t.Errorf("a legacy binding without a name: %d, want 400 (Name parameter required.)", code)
+	}
+	for _, c := range []struct {
+		what    string
+		binding corev1.Binding
+		code    int32
+		message string
+	}{
+		{"no name", corev1.Binding{Target: corev1.ObjectReference{Name: "node-1"}}, http.StatusBadRequest, "name in URL does not match name in Binding object"},
+		{"another name", corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Target: corev1.ObjectReference{Name: "node-1"}}, http.StatusBadRequest, "name in URL does not match name in Binding object"},
+		{"another namespace", corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "other"}, Target: corev1.ObjectReference{Name: "node-1"}}, http.StatusBadRequest,
+			"the namespace of the provided object does not match the namespace sent on the request"},
+		{"a pod, no name", corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Target: corev1.ObjectReference{Kind: "Pod"}}, http.StatusInternalServerError,
+			`[target.kind: Unsupported value: "Pod": supported values: "Node", "<empty>", target.name: Required value]`},
+	} {
+		err := client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("web").SubResource("binding").Body(&c.binding).Do(ctx).Error()
+		status, ok := err.(apierrors.APIStatus)
+		if !ok || status.Status().Code != c.code || status.Status().Message != c.message {
+			t.Errorf("%s: %v, want %d %q", c.what, err, c.code, c.message)
+		}
 	}
 }

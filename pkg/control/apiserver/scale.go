@@ -116,7 +116,7 @@ func checkScaleNames(scale *autoscalingv1.Scale, info requestInfo) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, info.Name))
 	}
 	if scale.Namespace != "" && scale.Namespace != info.Namespace {
-		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		return namespaceMismatch()
 	}
 	return nil
 }

@@ -60,6 +60,11 @@ func (s *Server) decodeRequest(r *http.Request, res *registry.Resource, info req
 	return obj, warnings, checkNames(res, obj, info)
 }
 
+// namespaceMismatch is kube's answer to a body whose namespace is not the URL's.
+func namespaceMismatch() error {
+	return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+}
+
 func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) error {
 	m := mustMeta(obj)
 	if res.Namespaced {
@@ -68,7 +73,7 @@ func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) er
 			m.SetNamespace(info.Namespace)
 		case info.Namespace:
 		default:
-			return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+			return namespaceMismatch()
 		}
 	} else {
 		m.SetNamespace("")

@@ -17,10 +17,23 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	endpointsliceutil "k8s.io/endpointslice/util"
 )
 
 var disruptionBudgets = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
+
+// validateBinding is kube's ValidatePodBinding: the binding names a node.
+func validateBinding(b *corev1.Binding) field.ErrorList {
+	var errs field.ErrorList
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		errs = append(errs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}))
+	}
+	if b.Target.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
+	}
+	return errs
+}
 
 // Bind assigns a pod to a node (pods/NAME/binding), what the scheduler does: only a pod
 // that is not yet assigned, not being deleted, not gated, and whose uid matches the
@@ -31,11 +44,9 @@ var disruptionBudgets = policyv1.SchemeGroupVersion.WithResource("poddisruptionb
 // metadata.generation bump and no managed fields (a third of a binding's cost was
 // re-validating and comparing a pod nothing else had changed).
 func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name string, b *corev1.Binding, dry bool) error {
-	if b.Name != "" && b.Name != name {
-		return apierrors.NewBadRequest(fmt.Sprintf("binding name %q does not match pod %q", b.Name, name))
-	}
-	if b.Target.Name == "" || (b.Target.Kind != "" && b.Target.Kind != "Node") {
-		return apierrors.NewBadRequest("binding target must name a Node")
+	if errs := validateBinding(b); len(errs) > 0 {
+		// kube's BindingREST returns the plain aggregate, which its handler answers with 500
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: errs.ToAggregate().Error()}}
 	}
 	if err := s.admitSubresourceCreate(ctx, pods, "binding", ns, name, b, dry); err != nil {
 		return err

@@ -92,8 +92,9 @@ func TestBindAssignsOnce(t *testing.T) {
 	if err := s.Bind(ctx, pods, "default", "missing", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-1"}}, false); !apierrors.IsNotFound(err) {
 		t.Errorf("binding a missing pod: %v, want not found", err)
 	}
-	if err := s.Bind(ctx, pods, "default", "gated", &corev1.Binding{Target: corev1.ObjectReference{Kind: "Pod", Name: "x"}}, false); !apierrors.IsBadRequest(err) {
-		t.Errorf("binding to a Pod: %v, want a bad request", err)
+	want := `target.kind: Unsupported value: "Pod": supported values: "Node", "<empty>"`
+	if err := s.Bind(ctx, pods, "default", "gated", &corev1.Binding{Target: corev1.ObjectReference{Kind: "Pod", Name: "x"}}, false); !apierrors.IsInternalError(err) || err.Error() != want {
+		t.Errorf("binding to a Pod: %v, want kube's 500 %q", err, want)
 	}
 }
 
