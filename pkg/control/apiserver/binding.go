@@ -56,7 +56,10 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, res *regi
 	if _, err := decodeBody(r, &ev, want, validationIgnore); err != nil {
 		return err
 	}
-	if ev.Name != info.Name || (ev.Namespace != "" && ev.Namespace != info.Namespace) {
+	switch {
+	case ev.Namespace != "" && ev.Namespace != info.Namespace:
+		return namespaceMismatch()
+	case ev.Name != info.Name:
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
 	dry, err := dryRun(r, "CreateOptions")

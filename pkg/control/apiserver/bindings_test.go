@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -104,6 +105,30 @@ func TestBindingRefusals(t *testing.T) {
 		status, ok := err.(apierrors.APIStatus)
 		if !ok || status.Status().Code != c.code || status.Status().Message != c.message {
 			t.Errorf("%s: %v, want %d %q", c.what, err, c.code, c.message)
+		}
+	}
+}
+
+// TestEvictionNameRefusals: an eviction naming another pod or namespace than its URL is a
+// 400 in kube-apiserver v1.36.3's words, the namespace checked first.
+func TestEvictionNameRefusals(t *testing.T) {
+	s, _ := newCachedServer(t)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
+	ctx := context.Background()
+	for _, c := range []struct {
+		what string
+		meta metav1.ObjectMeta
+		want string
+	}{
+		{"another name", metav1.ObjectMeta{Name: "other"}, "name in URL does not match name in Eviction object"},
+		{"another namespace", metav1.ObjectMeta{Name: "web", Namespace: "other"}, "the namespace of the provided object does not match the namespace sent on the request"},
+	} {
+		ev := &policyv1.Eviction{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"}, ObjectMeta: c.meta}
+		err := client.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("web").SubResource("eviction").Body(ev).Do(ctx).Error()
+		if !apierrors.IsBadRequest(err) || err.Error() != c.want {
+			t.Errorf("%s: %v, want 400 %q", c.what, err, c.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/utils/ptr"
@@ -49,7 +50,7 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 		if err != nil {
 			return nil, err
 		}
-		if err := checkPreconditions(res, obj, opts.Preconditions); err != nil {
+		if err := deletePreconditions(res, obj, opts.Preconditions); err != nil {
 			return nil, err
 		}
 		// Asked again while the kind's own finalizers hold it, it is returned as it is, as
@@ -197,7 +198,7 @@ func (s *Store) DeleteCollection(ctx context.Context, res *registry.Resource, ns
 // (marked with no grace and nothing holding it, or not graceful and held by nothing).
 func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions, dry bool) (out runtime.Object, now bool, err error) {
 	out, err = s.Update(ctx, res, ns, name, UpdateOptions{DryRun: dry, deleting: true, admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
-		if err := checkPreconditions(res, cur, opts.Preconditions); err != nil {
+		if err := deletePreconditions(res, cur, opts.Preconditions); err != nil {
 			return nil, err
 		}
 		first := MustMeta(cur).GetDeletionTimestamp() == nil
@@ -287,18 +288,45 @@ func collectorFinalizers(res *registry.Resource, m metav1.Object, opts metav1.De
 	return finalizers, !sets.New(cur...).Equal(sets.New(finalizers...))
 }
 
+// checkPreconditions is the check of a deletion's (or binding's) preconditions, in the
+// words of kube's REST layer for namespaces and CRDs, whose own Delete checks them first.
 func checkPreconditions(res *registry.Resource, obj runtime.Object, pre *metav1.Preconditions) error {
+	if msg := preconditionFailure(obj, pre); msg != "" {
+		return apierrors.NewConflict(res.GroupResource(), MustMeta(obj).GetName(), errors.New(msg))
+	}
+	return nil
+}
+
+// preconditionFailure says how obj fails the preconditions, in kube's storage words; ""
+// when it meets them.
+func preconditionFailure(obj runtime.Object, pre *metav1.Preconditions) string {
 	if pre == nil {
-		return nil
+		return ""
 	}
 	m := MustMeta(obj)
 	if pre.UID != nil && *pre.UID != m.GetUID() {
-		return apierrors.NewConflict(res.GroupResource(), m.GetName(),
-			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, m.GetUID()))
+		return fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, m.GetUID())
 	}
 	if pre.ResourceVersion != nil && *pre.ResourceVersion != m.GetResourceVersion() {
-		return apierrors.NewConflict(res.GroupResource(), m.GetName(),
-			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.GetResourceVersion()))
+		return fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.GetResourceVersion())
+	}
+	return ""
+}
+
+// deletePreconditions checks a deletion's preconditions as kube does: in rest.BeforeDelete's
+// words, which name the kind (Pod, Deployment.apps), except for the kinds with a Delete of
+// their own (namespaces, CRDs), which check first in checkPreconditions' words.
+func deletePreconditions(res *registry.Resource, obj runtime.Object, pre *metav1.Preconditions) error {
+	if pre == nil || res.Rules.Finalizing != nil || res.Rules.MarkDeleted != nil {
+		return checkPreconditions(res, obj, pre)
+	}
+	m := MustMeta(obj)
+	kind := schema.GroupResource{Group: res.Group, Resource: res.Kind}
+	if pre.UID != nil && *pre.UID != m.GetUID() {
+		return apierrors.NewConflict(kind, m.GetName(), fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *pre.UID, m.GetUID()))
+	}
+	if pre.ResourceVersion != nil && *pre.ResourceVersion != m.GetResourceVersion() {
+		return apierrors.NewConflict(kind, m.GetName(), fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, m.GetResourceVersion()))
 	}
 	return nil
 }

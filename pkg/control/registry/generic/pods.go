@@ -89,8 +89,8 @@ func assignPod(pods *registry.Resource, pod *corev1.Pod, b *corev1.Binding) erro
 	if b.ResourceVersion != "" {
 		pre.ResourceVersion = &b.ResourceVersion
 	}
-	if err := checkPreconditions(pods, pod, &pre); err != nil {
-		return err
+	if msg := preconditionFailure(pod, &pre); msg != "" { // checked by kube's store
+		return storagePreconditionConflict(pods, pod.Name, Key(pods, pod.Namespace, pod.Name), msg)
 	}
 	refuse := func(format string, args ...any) error {
 		return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, pod.Name, fmt.Errorf(format, args...))
@@ -153,7 +153,7 @@ func (s *Store) Evict(ctx context.Context, pods *registry.Resource, ns, name str
 		return err
 	}
 	pod := obj.(*corev1.Pod)
-	if err := checkPreconditions(pods, pod, opts.Preconditions); err != nil {
+	if err := deletePreconditions(pods, pod, opts.Preconditions); err != nil {
 		return err
 	}
 	if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodPending && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
@@ -178,7 +178,7 @@ func (s *Store) markEvicted(ctx context.Context, pods *registry.Resource, ns, na
 	// Not admitted on its own: the eviction was (as kube-apiserver writes it from its store).
 	updated, err := s.Update(ctx, pods, ns, name, UpdateOptions{Subresource: "status", admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
-		if err := checkPreconditions(pods, pod, opts.Preconditions); err != nil {
+		if err := deletePreconditions(pods, pod, opts.Preconditions); err != nil {
 			return nil, err
 		}
 		pod.ResourceVersion = "" // on whatever is current

@@ -80,8 +80,8 @@ func TestBindAssignsOnce(t *testing.T) {
 		{"already bound", "a", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-2"}}, `Operation cannot be fulfilled on pods/binding "a": pod a is already assigned to node "node-1"`},
 		// The binding's UID and resourceVersion are preconditions, checked first, as
 		// kube-apiserver's storage does.
-		{"wrong uid", "a", b2("wrong", ""), "Precondition failed: UID in precondition: wrong"},
-		{"stale resourceVersion", "gated", b2("", "1"), "Precondition failed: ResourceVersion in precondition: 1"},
+		{"wrong uid", "a", b2("wrong", ""), `pods "a": StorageError: invalid object, Code: 4, Key: ` + Key(pods, "default", "a") + `, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: wrong`},
+		{"stale resourceVersion", "gated", b2("", "1"), "ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: 1"},
 		{"gated", "gated", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-2"}}, "non-empty .spec.schedulingGates"},
 	} {
 		err := s.Bind(ctx, pods, "default", c.pod, c.binding, false)

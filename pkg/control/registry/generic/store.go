@@ -267,7 +267,7 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 		}
 		if uid := MustMeta(old).GetUID(); opts.UID != "" && opts.UID != uid {
 			// Kubernetes' etcd3 store checks it first, in these words.
-			return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %v, UID in object meta: %v", key, opts.UID, uid))
+			return nil, storagePreconditionConflict(res, name, key, fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", opts.UID, uid))
 		}
 		obj, err := tryUpdate(old.DeepCopyObject())
 		if err == nil {
@@ -392,4 +392,10 @@ func warnKind(ctx context.Context, res *registry.Resource, subresource string, o
 	for _, msg := range res.Rules.Warnings(obj, old) {
 		warning.AddWarning(ctx, "", msg)
 	}
+}
+
+// storagePreconditionConflict is the 409 of a precondition that Kubernetes' etcd3 store
+// checks, in its words (msg says which precondition failed).
+func storagePreconditionConflict(res *registry.Resource, name, key, msg string) error {
+	return apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", key, msg))
 }
