@@ -19,11 +19,7 @@ import (
 // kube-apiserver's LegacyBindingREST does, and discovery lists bindings first in /api/v1
 // with the one verb create, in the legacy and the aggregated form.
 func TestLegacyBindings(t *testing.T) {
-	s, _ := newCachedServer(t)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
-	ctx := context.Background()
+	client, ctx := bindingsClient(t)
 	if _, err := client.CoreV1().Pods("default").Create(ctx, podNamed("web", "a"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +71,7 @@ func TestLegacyBindings(t *testing.T) {
 // namespace other than the URL's, and kube's 500 carrying ValidatePodBinding's errors for
 // the target.
 func TestBindingRefusals(t *testing.T) {
-	s, _ := newCachedServer(t)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
-	ctx := context.Background()
+	client, ctx := bindingsClient(t)
 	if _, err := client.CoreV1().Pods("default").Create(ctx, podNamed("web", "a"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +104,7 @@ func TestBindingRefusals(t *testing.T) {
 // TestEvictionNameRefusals: an eviction naming another pod or namespace than its URL is a
 // 400 in kube-apiserver v1.36.3's words, the namespace checked first.
 func TestEvictionNameRefusals(t *testing.T) {
-	s, _ := newCachedServer(t)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
-	ctx := context.Background()
+	client, ctx := bindingsClient(t)
 	for _, c := range []struct {
 		what string
 		meta metav1.ObjectMeta
@@ -131,4 +119,12 @@ func TestEvictionNameRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want 400 %q", c.what, err, c.want)
 		}
 	}
+}
+
+// bindingsClient is a client of a server of its own, over HTTP.
+func bindingsClient(t *testing.T) (kubernetes.Interface, context.Context) {
+	s, _ := newCachedServer(t)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL}), context.Background()
 }

@@ -3,6 +3,8 @@ package generic
 import (
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,12 +79,8 @@ func TestImmortalNamespaces(t *testing.T) {
 // status write may not set it back to Active: 422 in kube-apiserver v1.36.3's words. One
 // that keeps it Terminating (the namespace controller's conditions) is taken.
 func TestTerminatingNamespaceStatus(t *testing.T) {
-	s, _ := newTestStore(t, Admission{})
+	s, _, nss := storeWithNamespace(t, "going")
 	ctx := t.Context()
-	nss := s.resource(t, "namespaces")
-	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}}, CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,12 +108,8 @@ func TestTerminatingNamespaceStatus(t *testing.T) {
 // deletion asked again while its spec.finalizers hold it answers with the namespace as it
 // is, writing nothing, as kube-apiserver's namespace storage does since 1.17.
 func TestDeletingANamespaceAgain(t *testing.T) {
-	s, _ := newTestStore(t, Admission{})
+	s, _, nss := storeWithNamespace(t, "going")
 	ctx := t.Context()
-	nss := s.resource(t, "namespaces")
-	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}}, CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	first, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -130,4 +124,14 @@ func TestDeletingANamespaceAgain(t *testing.T) {
 	if rv, want := MustMeta(again).GetResourceVersion(), MustMeta(first).GetResourceVersion(); rv != want {
 		t.Errorf("second deletion wrote the namespace: version %s, want %s", rv, want)
 	}
+}
+
+// storeWithNamespace is a test store holding one namespace, named name.
+func storeWithNamespace(t *testing.T, name string) (*Store, store.Interface, *registry.Resource) {
+	s, st := newTestStore(t, Admission{})
+	nss := s.resource(t, "namespaces")
+	if _, err := s.Create(t.Context(), nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return s, st, nss
 }

@@ -235,12 +235,8 @@ func TestCreateTracksTheRequestBeforeAdmission(t *testing.T) {
 // that drops them keeps them (kube's namespace strategy), so a terminating namespace is not
 // purged by a patch; finalize drops them and the namespace goes.
 func TestNamespaceFinalizersOnlyThroughFinalize(t *testing.T) {
-	s, st := newTestStore(t, Admission{})
+	s, st, nss := storeWithNamespace(t, "going")
 	ctx := t.Context()
-	nss := s.resource(t, "namespaces")
-	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}}, CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,12 +265,8 @@ func TestNamespaceFinalizersOnlyThroughFinalize(t *testing.T) {
 // An update through finalize takes the request's metadata and spec and keeps only the
 // stored status, as kube's namespace finalize strategy: its labels are stored too.
 func TestNamespaceFinalizeKeepsOnlyTheStatus(t *testing.T) {
-	s, _ := newTestStore(t, Admission{})
+	s, _, nss := storeWithNamespace(t, "kept")
 	ctx := t.Context()
-	nss := s.resource(t, "namespaces")
-	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	got, err := s.Update(ctx, nss, "", "kept", UpdateOptions{Subresource: "finalize"}, func(cur runtime.Object) (runtime.Object, error) {
 		ns := cur.(*corev1.Namespace)
 		ns.Labels = map[string]string{"finalized": "yes"}
