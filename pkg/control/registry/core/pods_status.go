@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/minik8s/minik8s/internal/deletioncost"
@@ -305,7 +306,7 @@ func validateAllocatedResourcesStatus(statuses []corev1.ContainerStatus, path *f
 			ids := sets.New[corev1.ResourceID]()
 			for k, r := range ar.Resources {
 				rp := p.Child("resources").Index(k)
-				if !sets.New(resourceHealths...).Has(r.Health) {
+				if !slices.Contains(resourceHealths, r.Health) {
 					errs = append(errs, field.NotSupported(rp.Child("health"), r.Health, resourceHealths))
 				}
 				if r.Message != nil {

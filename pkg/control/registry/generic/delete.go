@@ -288,15 +288,6 @@ func collectorFinalizers(res *registry.Resource, m metav1.Object, opts metav1.De
 	return finalizers, !sets.New(cur...).Equal(sets.New(finalizers...))
 }
 
-// checkPreconditions is the check of a deletion's (or binding's) preconditions, in the
-// words of kube's REST layer for namespaces and CRDs, whose own Delete checks them first.
-func checkPreconditions(res *registry.Resource, obj runtime.Object, pre *metav1.Preconditions) error {
-	if msg := preconditionFailure(obj, pre); msg != "" {
-		return apierrors.NewConflict(res.GroupResource(), MustMeta(obj).GetName(), errors.New(msg))
-	}
-	return nil
-}
-
 // preconditionFailure says how obj fails the preconditions, in kube's storage words; ""
 // when it meets them.
 func preconditionFailure(obj runtime.Object, pre *metav1.Preconditions) string {
@@ -315,12 +306,15 @@ func preconditionFailure(obj runtime.Object, pre *metav1.Preconditions) string {
 
 // deletePreconditions checks a deletion's preconditions as kube does: in rest.BeforeDelete's
 // words, which name the kind (Pod, Deployment.apps), except for the kinds with a Delete of
-// their own (namespaces, CRDs), which check first in checkPreconditions' words.
+// their own (namespaces, CRDs), which check first in their REST layer's words.
 func deletePreconditions(res *registry.Resource, obj runtime.Object, pre *metav1.Preconditions) error {
-	if pre == nil || res.Rules.Finalizing != nil || res.Rules.MarkDeleted != nil {
-		return checkPreconditions(res, obj, pre)
-	}
 	m := MustMeta(obj)
+	if pre == nil || res.Rules.Finalizing != nil || res.Rules.MarkDeleted != nil {
+		if msg := preconditionFailure(obj, pre); msg != "" {
+			return apierrors.NewConflict(res.GroupResource(), m.GetName(), errors.New(msg))
+		}
+		return nil
+	}
 	kind := schema.GroupResource{Group: res.Group, Resource: res.Kind}
 	if pre.UID != nil && *pre.UID != m.GetUID() {
 		return apierrors.NewConflict(kind, m.GetName(), fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *pre.UID, m.GetUID()))
