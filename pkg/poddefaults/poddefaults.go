@@ -355,8 +355,19 @@ func pullPolicy(image string) corev1.PullPolicy {
 	return corev1.PullIfNotPresent
 }
 
-// ClaimSpec applies a claim's defaults, also one in a pod's ephemeral volume or a
-// StatefulSet's volumeClaimTemplates: the Filesystem volume mode, quantities rounded.
+// Claim applies a claim's defaults, also a StatefulSet's claim template's: the Pending
+// phase, and ClaimSpec's and the status quantities rounded.
+func Claim(pvc *corev1.PersistentVolumeClaim) {
+	if pvc.Status.Phase == "" {
+		pvc.Status.Phase = corev1.ClaimPending
+	}
+	ClaimSpec(&pvc.Spec)
+	ResourceList(pvc.Status.Capacity)
+	ResourceList(pvc.Status.AllocatedResources)
+}
+
+// ClaimSpec applies a claim spec's defaults, also one in a pod's ephemeral volume: the
+// Filesystem volume mode, quantities rounded.
 func ClaimSpec(s *corev1.PersistentVolumeClaimSpec) {
 	if s.VolumeMode == nil {
 		fs := corev1.PersistentVolumeFilesystem

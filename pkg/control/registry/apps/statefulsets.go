@@ -62,6 +62,7 @@ var StatefulSetRules = registry.Rules{
 		errs := validateStatefulSetSpec(&s.Spec, false, storedValid)
 		// Only these may change; the rest of the spec is fixed at creation.
 		fixed := o.Spec.DeepCopy()
+		defaultClaimTemplates(fixed) // stored before they were defaulted so
 		fixed.Replicas, fixed.Ordinals, fixed.Template = s.Spec.Replicas, s.Spec.Ordinals, s.Spec.Template
 		fixed.UpdateStrategy, fixed.RevisionHistoryLimit = s.Spec.UpdateStrategy, s.Spec.RevisionHistoryLimit
 		fixed.PersistentVolumeClaimRetentionPolicy, fixed.MinReadySeconds = s.Spec.PersistentVolumeClaimRetentionPolicy, s.Spec.MinReadySeconds
@@ -125,8 +126,17 @@ func defaultStatefulSet(s *appsv1.StatefulSet) {
 	registry.DefaultInt32(&spec.Replicas, 1)
 	registry.DefaultInt32(&spec.RevisionHistoryLimit, 10)
 	registry.DefaultPodTemplate(&spec.Template)
+	defaultClaimTemplates(spec)
+}
+
+// defaultClaimTemplates applies a claim's defaults to each claim template, and gives it
+// apiVersion v1 and kind PersistentVolumeClaim whatever was sent, as kube-apiserver's
+// conversion of apps/v1 StatefulSets does (kubernetes issue 87583).
+func defaultClaimTemplates(spec *appsv1.StatefulSetSpec) {
 	for i := range spec.VolumeClaimTemplates {
-		poddefaults.ClaimSpec(&spec.VolumeClaimTemplates[i].Spec)
+		t := &spec.VolumeClaimTemplates[i]
+		poddefaults.Claim(t)
+		t.APIVersion, t.Kind = "v1", "PersistentVolumeClaim"
 	}
 }
 

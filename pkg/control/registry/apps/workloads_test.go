@@ -164,6 +164,15 @@ func TestStatefulSetRules(t *testing.T) {
 		*spec.VolumeClaimTemplates[0].Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
 		t.Errorf("statefulset not defaulted: %+v", spec)
 	}
+	// A claim template is defaulted as a claim, and always reads as a v1 claim, as kube's
+	// apps/v1 conversion has it; one stored before that may still be updated.
+	if c := spec.VolumeClaimTemplates[0]; c.Status.Phase != corev1.ClaimPending || c.APIVersion != "v1" || c.Kind != "PersistentVolumeClaim" {
+		t.Errorf("claim template not defaulted: %+v", c)
+	}
+	storedBefore := s.DeepCopy()
+	storedBefore.Spec.VolumeClaimTemplates[0].TypeMeta = metav1.TypeMeta{}
+	storedBefore.Spec.VolumeClaimTemplates[0].Status = corev1.PersistentVolumeClaimStatus{}
+	registrytest.ExpectErrors(t, "an update of a StatefulSet stored without claim template defaults", registrytest.UpdateSteps(StatefulSetRules, s.DeepCopy(), storedBefore))
 	scaled := s.DeepCopy()
 	scaled.Spec.Replicas = registry.Int32Ptr(3)
 	scaled.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"

@@ -163,15 +163,7 @@ var PersistentVolumeClaimRules = registry.Rules{
 		}
 		return append(out, registry.PVCSpecWarnings(field.NewPath("spec"), pvc.Spec)...)
 	},
-	Default: func(obj runtime.Object) {
-		pvc := obj.(*corev1.PersistentVolumeClaim)
-		if pvc.Status.Phase == "" {
-			pvc.Status.Phase = corev1.ClaimPending
-		}
-		poddefaults.ClaimSpec(&pvc.Spec)
-		poddefaults.ResourceList(pvc.Status.Capacity)
-		poddefaults.ResourceList(pvc.Status.AllocatedResources)
-	},
+	Default: func(obj runtime.Object) { poddefaults.Claim(obj.(*corev1.PersistentVolumeClaim)) },
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*corev1.PersistentVolumeClaim).Status = corev1.PersistentVolumeClaimStatus{}
 	},
