@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"k8s.io/apiserver/pkg/storage/names"
+
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -21,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/warning"
@@ -122,7 +123,8 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 	obj = attrs.Object
 	m = MustMeta(obj)
 	if m.GetName() == "" && m.GetGenerateName() != "" {
-		m.SetName(m.GetGenerateName() + utilrand.String(5))
+		// The prefix cut to 58 characters, so that the name fits a DNS label.
+		m.SetName(names.SimpleNameGenerator.GenerateName(m.GetGenerateName()))
 	}
 	m.SetUID(uuid.NewUUID())
 	m.SetCreationTimestamp(metav1.Now())

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
@@ -338,5 +339,19 @@ func TestFinalizerNames(t *testing.T) {
 	}
 	if _, err := s.Create(ctx, runtimeClasses, runtimeClass, CreateOptions{}); err != nil {
 		t.Errorf("a RuntimeClass's finalizer without a domain: %v", err)
+	}
+}
+
+// A generated name keeps at most 58 characters of its prefix, as kube's name generator,
+// so that the name with its 5 random ones fits a DNS label.
+func TestGenerateNameCutsLongPrefixes(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: strings.Repeat("a", 60) + "-", Namespace: "default"}}
+	out, err := s.Create(t.Context(), s.resource(t, "configmaps"), cm, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := MustMeta(out).GetName(); len(name) != 63 || !strings.HasPrefix(name, strings.Repeat("a", 58)) {
+		t.Errorf("generated name %q (%d characters), want 58 of the prefix and 5 more", name, len(name))
 	}
 }
