@@ -1,6 +1,6 @@
 // Package history keeps the ControllerRevisions of a DaemonSet or StatefulSet as
 // Kubernetes' controller history does: one revision per pod template (named
-// <owner>-<hash>, labelled controller-revision-hash), numbered after the newest, the
+// <owner>-<hash>, labelled with the hash), numbered after the newest, the
 // template stored as the patch `kubectl rollout undo` applies, the owner's annotations
 // copied (its change-cause for `kubectl rollout history`), and old ones pruned down to
 // revisionHistoryLimit, never one that pods still run.
@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/templatehash"
@@ -34,8 +35,13 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// HashLabel is the label naming a revision, on the revision and on its pods.
+// HashLabel is the label naming a revision on its pods, and the hash on a DaemonSet's
+// revisions.
 const HashLabel = appsv1.ControllerRevisionHashLabelKey
+
+// StatefulSetHashLabel carries the hash on a StatefulSet's revisions, as kube's history
+// package labels them (its ControllerRevisionHashLabel).
+const StatefulSetHashLabel = "controller.kubernetes.io/hash"
 
 // ErrHashCollision is Ensure's error when the name of the template's revision is taken by
 // a revision of another template: the owner bumps its collisionCount, which changes the
@@ -49,7 +55,9 @@ type Owner struct {
 	Template *corev1.PodTemplateSpec
 	Data     []byte // Template as a revision stores it (Patch)
 	Hash     string // names Template's revision
-	Limit    int    // revisionHistoryLimit
+	// HashLabel is the label that carries Hash on the owner's revisions.
+	HashLabel string
+	Limit     int // revisionHistoryLimit
 	// Live are the revisions still in use, by name or hash (those of the owner's pods, a
 	// StatefulSet's currentRevision): never pruned. LiveCounts: they count against Limit,
 	// as in kube's DaemonSet cleanupHistory (its StatefulSet truncateHistory leaves them out).
@@ -71,7 +79,7 @@ type Owner struct {
 // (Kubernetes' default 10 when unset).
 func NewOwner(obj metav1.Object, kind schema.GroupVersionKind, template *corev1.PodTemplateSpec, collisionCount, revisionHistoryLimit *int32) (Owner, error) {
 	data, err := Patch(template)
-	return Owner{Object: obj, Kind: kind, Template: template, Data: data, Hash: templatehash.Of(template, collisionCount),
+	return Owner{Object: obj, Kind: kind, Template: template, Data: data, Hash: templatehash.Of(template, collisionCount), HashLabel: HashLabel,
 		Limit: int(ptr.Deref(revisionHistoryLimit, 10))}, err
 }
 
@@ -84,7 +92,7 @@ func NewStatefulSetOwner(set *appsv1.StatefulSet) (Owner, error) {
 	if err != nil {
 		return o, err
 	}
-	o.Hash = hashData(o.Data, ptr.Deref(set.Status.CollisionCount, 0))
+	o.Hash, o.HashLabel = hashData(o.Data, ptr.Deref(set.Status.CollisionCount, 0)), StatefulSetHashLabel
 	o.Selector, err = metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	o.KeepUnmatched = true
 	return o, err
@@ -121,7 +129,7 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 	case current == nil:
 		rev := &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{Name: o.Object.GetName() + "-" + o.Hash, Namespace: ns,
-				Labels:          map[string]string{HashLabel: o.Hash},
+				Labels:          map[string]string{o.HashLabel: o.Hash},
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(o.Object, o.Kind)}},
 			Data:     runtime.RawExtension{Raw: o.Data},
 			Revision: newest + 1,
@@ -161,7 +169,11 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 		}
 	}
 	sort.Slice(owned, func(i, j int) bool { return owned[i].Revision < owned[j].Revision })
-	live := func(r *appsv1.ControllerRevision) bool { return o.Live[r.Name] || o.Live[r.Labels[HashLabel]] }
+	// Live names a revision, or its hash (the suffix of its name) as pods made before
+	// minik8s named the revision do.
+	live := func(r *appsv1.ControllerRevision) bool {
+		return o.Live[r.Name] || o.Live[strings.TrimPrefix(r.Name, o.Object.GetName()+"-")]
+	}
 	excess := -o.Limit
 	for _, r := range owned {
 		if r.Name != current.Name && (o.LiveCounts || !live(r)) {

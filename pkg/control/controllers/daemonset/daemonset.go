@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/templatepod"
+
 	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	"github.com/minik8s/minik8s/internal/controller/podready"
@@ -274,15 +276,7 @@ func shouldRun(template *corev1.Pod, node *corev1.Node) (run, keep bool) {
 // podFor is the DaemonSet's pod for node: the template with the automatic tolerations,
 // the revision hash, and a required node affinity naming only that node.
 func podFor(ds *appsv1.DaemonSet, hash, node string) *corev1.Pod {
-	t := ds.Spec.Template.DeepCopy()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: ds.Name + "-", Namespace: ds.Namespace, Labels: t.Labels, Annotations: t.Annotations,
-			Finalizers: t.Finalizers, OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, kind)}},
-		Spec: t.Spec,
-	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
+	pod := templatepod.New(&ds.Spec.Template, ds, kind)
 	pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
 	if gen, ok := ds.Annotations[appsv1.DeprecatedTemplateGeneration]; ok {
 		pod.Labels[extensionsv1beta1.DaemonSetTemplateGenerationKey] = gen // as kube's CreatePodTemplate

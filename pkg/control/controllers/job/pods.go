@@ -2,13 +2,13 @@ package job
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
+	"github.com/minik8s/minik8s/internal/controller/templatepod"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	endpointsliceutil "k8s.io/endpointslice/util"
 )
 
@@ -26,28 +26,12 @@ var jobKind = batchv1.SchemeGroupVersion.WithKind("Job")
 // JOB_COMPLETION_INDEX variable (through the downward API, as Kubernetes injects it) and
 // gets the hostname <job>-<index>.
 func newPod(job *batchv1.Job, index int) *corev1.Pod {
-	t := &job.Spec.Template
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName:    job.Name + "-",
-			Namespace:       job.Namespace,
-			Labels:          maps.Clone(t.Labels),
-			Annotations:     maps.Clone(t.Annotations),
-			Finalizers:      append(slices.Clone(t.Finalizers), batchv1.JobTrackingFinalizer),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, jobKind)},
-		},
-		Spec: *t.Spec.DeepCopy(),
-	}
+	pod := templatepod.New(&job.Spec.Template, job, jobKind)
+	pod.Finalizers = append(pod.Finalizers, batchv1.JobTrackingFinalizer)
 	if index < 0 {
 		return pod
 	}
 	idx := strconv.Itoa(index)
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
 	pod.Labels[batchv1.JobCompletionIndexAnnotation] = idx
 	pod.Annotations[batchv1.JobCompletionIndexAnnotation] = idx
 	prefix := fmt.Sprintf("%s-%d-", job.Name, index)

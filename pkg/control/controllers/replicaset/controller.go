@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/templatepod"
+
 	"github.com/minik8s/minik8s/internal/controller/podready"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,7 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -346,7 +347,7 @@ func slowStart(n int, create func() error) (int, error) {
 }
 
 func (c *Controller) createPod(ctx context.Context, set *appsv1.ReplicaSet) error {
-	pod := podFromTemplate(set, c.kind.gvk)
+	pod := templatepod.New(&set.Spec.Template, set, c.kind.gvk)
 	created, err := c.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -371,25 +372,4 @@ func (c *Controller) deletePodOf(ctx context.Context, key string, set *appsv1.Re
 	}
 	c.recorder.Eventf(c.kind.object(set), corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", pod.Name)
 	return nil
-}
-
-// podFromTemplate is a new pod of set: the template's labels, annotations, finalizers and
-// spec, a generated name after the set's, and the set as its controller.
-func podFromTemplate(set *appsv1.ReplicaSet, gvk schema.GroupVersionKind) *corev1.Pod {
-	t := set.Spec.Template.DeepCopy()
-	prefix := set.Name + "-"
-	if len(prefix) > 58 { // room for the 5 random characters within 63
-		prefix = prefix[:58]
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName:    prefix,
-			Namespace:       set.Namespace,
-			Labels:          t.Labels,
-			Annotations:     t.Annotations,
-			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, gvk)},
-		},
-		Spec: t.Spec,
-	}
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/templatepod"
+
 	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	"github.com/minik8s/minik8s/internal/controller/podready"
@@ -302,7 +304,7 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 		switch pod := pods[start+i]; {
 		case pod == nil:
 			return nil // just created
-		case !ofRevision(pod, update) && pod.DeletionTimestamp == nil:
+		case !ofRevision(set, pod, update) && pod.DeletionTimestamp == nil:
 			return c.deletePod(ctx, set, pod)
 		case !available(pod):
 			return nil
@@ -383,14 +385,9 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 		return fmt.Errorf("revision %s: %w", rev.Name, err)
 	}
 	name := fmt.Sprintf("%s-%d", set.Name, i)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: set.Namespace, Labels: map[string]string{}, Annotations: template.Annotations,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, kind)}},
-		Spec: template.Spec,
-	}
-	for k, v := range template.Labels {
-		pod.Labels[k] = v
-	}
+	// Named, yet with the generateName kube's GetPodFromTemplate gives every pod.
+	pod := templatepod.New(&template, set, kind)
+	pod.Name = name
 	pod.Labels[history.HashLabel] = rev.Name // a StatefulSet's pods name their revision, as kube's
 	pod.Labels[appsv1.StatefulSetPodNameLabel] = name
 	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(i)
@@ -491,11 +488,12 @@ func (c *Controller) recordPodEvent(set *appsv1.StatefulSet, verb, pod string, e
 	c.recorder.Eventf(set, corev1.EventTypeNormal, "Successful"+verb, "%s Pod %s in StatefulSet %s successful", verb, pod, set.Name)
 }
 
-// ofRevision: pod was made from rev. Its label names the revision, as kube's StatefulSet
-// pods do; pods made before minik8s did so carry the bare hash.
-func ofRevision(pod *corev1.Pod, rev *appsv1.ControllerRevision) bool {
+// ofRevision: pod of set was made from rev. Its label names the revision, as kube's
+// StatefulSet pods do; pods made before minik8s did so carry the bare hash, the suffix of
+// the revision's name.
+func ofRevision(set *appsv1.StatefulSet, pod *corev1.Pod, rev *appsv1.ControllerRevision) bool {
 	label := pod.Labels[history.HashLabel]
-	return label == rev.Name || label == rev.Labels[history.HashLabel]
+	return label == rev.Name || set.Name+"-"+label == rev.Name
 }
 
 // status counts the pods as `kubectl get sts` and `kubectl rollout status sts` read them;
@@ -519,12 +517,12 @@ func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *
 			continue
 		}
 		switch {
-		case ofRevision(p, update):
+		case ofRevision(set, p, update):
 			st.UpdatedReplicas++
 			if current.Name == update.Name {
 				st.CurrentReplicas++
 			}
-		case ofRevision(p, current):
+		case ofRevision(set, p, current):
 			st.CurrentReplicas++
 		}
 	}

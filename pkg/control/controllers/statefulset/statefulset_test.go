@@ -152,7 +152,8 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 	}
 	pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "web-1", metav1.GetOptions{})
 	if err != nil || pod.Spec.Hostname != "web-1" || pod.Spec.Subdomain != "web" || pod.Labels["statefulset.kubernetes.io/pod-name"] != "web-1" ||
-		pod.Labels["apps.kubernetes.io/pod-index"] != "1" || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "www-web-1" {
+		pod.Labels["apps.kubernetes.io/pod-index"] != "1" || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "www-web-1" ||
+		pod.GenerateName != "web-" { // kube's GetPodFromTemplate gives every pod one
 		t.Errorf("pod web-1: %v %+v", err, pod)
 	}
 	// A pod names its revision, as kube's StatefulSet pods do (the conformance tests compare

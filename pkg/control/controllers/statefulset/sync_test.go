@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/internal/controller/history"
@@ -36,8 +37,14 @@ func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
 	if ptr.Deref(got.Status.CollisionCount, 0) != 1 || got.Status.UpdateRevision == squatter.Name || got.Status.UpdateRevision == "" {
 		t.Errorf("collisionCount %d, updateRevision %q; want 1 and a revision other than %s", ptr.Deref(got.Status.CollisionCount, 0), got.Status.UpdateRevision, squatter.Name)
 	}
-	if _, err := client.AppsV1().ControllerRevisions("ns").Get(context.Background(), got.Status.UpdateRevision, metav1.GetOptions{}); err != nil {
-		t.Errorf("the update revision: %v", err)
+	rev, err := client.AppsV1().ControllerRevisions("ns").Get(context.Background(), got.Status.UpdateRevision, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the update revision: %v", err)
+	}
+	// Labelled with its hash as kube's history package labels a StatefulSet's revisions
+	// (a DaemonSet's carry controller-revision-hash).
+	if hash := strings.TrimPrefix(rev.Name, "web-"); rev.Labels["controller.kubernetes.io/hash"] != hash || rev.Labels["controller-revision-hash"] != "" {
+		t.Errorf("revision %s labelled %v, want controller.kubernetes.io/hash=%s alone", rev.Name, rev.Labels, hash)
 	}
 }
 
