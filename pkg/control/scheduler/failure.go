@@ -54,12 +54,16 @@ func (s *Scheduler) fail(ctx context.Context, prof *profile, qp *queue.QueuedPod
 // conditions are not written again.
 func (s *Scheduler) recordUnschedulable(ctx context.Context, pod *corev1.Pod, reason, msg, nominated string) {
 	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == msg && nominated == pod.Status.NominatedNodeName {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == msg && c.ObservedGeneration == pod.Generation &&
+			nominated == pod.Status.NominatedNodeName {
 			return
 		}
 	}
 	p := pod.DeepCopy()
-	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()}
+	// The pod's generation observed, as kube-scheduler's condition carries it since
+	// PodObservedGenerationTracking (on by default from 1.34).
+	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: metav1.Now(),
+		ObservedGeneration: pod.Generation}
 	replaced := false
 	for i, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled {

@@ -92,7 +92,8 @@ func TestAgainstMiniapi(t *testing.T) {
 		p, _ := pods.Get(ctx, pending, metav1.GetOptions{})
 		cond := ""
 		for _, cd := range p.Status.Conditions {
-			if cd.Type == corev1.PodScheduled && cd.Status == corev1.ConditionFalse && cd.Reason == corev1.PodReasonUnschedulable {
+			// With the pod's generation observed, as kube-scheduler writes it.
+			if cd.Type == corev1.PodScheduled && cd.Status == corev1.ConditionFalse && cd.Reason == corev1.PodReasonUnschedulable && cd.ObservedGeneration == p.Generation {
 				cond = cd.Message
 			}
 		}
