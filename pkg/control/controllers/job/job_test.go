@@ -189,7 +189,7 @@ func TestIndexedJob(t *testing.T) {
 				t.Errorf("pod %s: index label %q, hostname %q, want index %s", p.Name, p.Labels[batchv1.JobCompletionIndexAnnotation], p.Spec.Hostname, idx)
 			}
 			env := p.Spec.Containers[0].Env
-			if len(env) != 1 || env[0].Name != "JOB_COMPLETION_INDEX" || env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+			if len(env) != 1 || env[0].Name != "JOB_COMPLETION_INDEX" || env[0].ValueFrom.FieldRef.FieldPath != "metadata.labels['batch.kubernetes.io/job-completion-index']" {
 				t.Errorf("pod %s env = %+v", p.Name, env)
 			}
 			if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) || p.Labels[batchv1.ControllerUidLabel] != string(j.UID) || p.Labels["job-name"] != "idx" {

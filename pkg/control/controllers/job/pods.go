@@ -51,6 +51,8 @@ func newPod(job *batchv1.Job, index int) *corev1.Pod {
 	return pod
 }
 
+// addIndexEnv gives c JOB_COMPLETION_INDEX from the pod's index label, as kube's job
+// controller does since PodIndexLabel (GA in 1.32; the annotation before).
 func addIndexEnv(c *corev1.Container) {
 	for _, e := range c.Env {
 		if e.Name == completionIndexEnv {
@@ -58,7 +60,7 @@ func addIndexEnv(c *corev1.Container) {
 		}
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: completionIndexEnv, ValueFrom: &corev1.EnvVarSource{
-		FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.annotations['%s']", batchv1.JobCompletionIndexAnnotation)},
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.labels['%s']", batchv1.JobCompletionIndexAnnotation)},
 	}})
 }
 
