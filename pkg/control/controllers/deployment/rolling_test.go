@@ -408,3 +408,17 @@ func TestLongDeploymentNameFits(t *testing.T) {
 		t.Errorf("ReplicaSet name %q (%d characters), want %q", rs.Name, len(rs.Name), want)
 	}
 }
+
+// Mid-rollout, the status counts as unavailable what the ReplicaSets want and do not have,
+// surge pods included, as kube's calculateStatus: 3 old available, 1 new not yet, for a
+// Deployment of 3, is 1 unavailable.
+func TestStatusCountsSurgePodsUnavailable(t *testing.T) {
+	d := rollingDeployment(3, intstr.FromString("25%"), intstr.FromString("25%"))
+	old := replicaSet(d, "web-old", "v1", 0, 3, 3, 3)
+	newRS := replicaSet(d, "web-new", "v2", 1, 1, 0, 3)
+	r, _ := newRollout(d, old, newRS)
+	st := r.calculateStatus(newRS)
+	if st.Replicas != 4 || st.AvailableReplicas != 3 || st.UpdatedReplicas != 1 || st.UnavailableReplicas != 1 {
+		t.Errorf("status %+v; want replicas 4, available 3, updated 1, unavailable 1", st)
+	}
+}

@@ -56,7 +56,9 @@ func removeCondition(st *appsv1.DeploymentStatus, t appsv1.DeploymentConditionTy
 func (r *rollout) calculateStatus(newRS *appsv1.ReplicaSet) appsv1.DeploymentStatus {
 	st := *r.d.Status.DeepCopy()
 	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0, 0
+	var wanted int32 // by the ReplicaSets' specs, which count surge pods mid-rollout
 	for _, rs := range r.all {
+		wanted += ptr.Deref(rs.Spec.Replicas, 1)
 		st.Replicas += rs.Status.Replicas
 		st.ReadyReplicas += rs.Status.ReadyReplicas
 		st.AvailableReplicas += rs.Status.AvailableReplicas
@@ -65,8 +67,10 @@ func (r *rollout) calculateStatus(newRS *appsv1.ReplicaSet) appsv1.DeploymentSta
 		st.UpdatedReplicas = newRS.Status.Replicas
 	}
 	st.TerminatingReplicas = terminatingReplicas(r.all)
+	// As kube's calculateStatus: the ReplicaSets' wanted pods not available, not the
+	// Deployment's.
+	st.UnavailableReplicas = max(0, wanted-st.AvailableReplicas)
 	want := ptr.Deref(r.d.Spec.Replicas, 1)
-	st.UnavailableReplicas = max(0, want-st.AvailableReplicas)
 	st.ObservedGeneration = r.d.Generation
 	now := r.c.clock.Now()
 	if st.AvailableReplicas >= want-maxUnavailable(r.d) {
