@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/minik8s/minik8s/internal/controller/templatepod"
-
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	endpointsliceutil "k8s.io/endpointslice/util"

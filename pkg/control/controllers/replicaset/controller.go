@@ -12,9 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/minik8s/minik8s/internal/controller/templatepod"
-
 	"github.com/minik8s/minik8s/internal/controller/podready"
+	"github.com/minik8s/minik8s/internal/controller/templatepod"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"

@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"k8s.io/apiserver/pkg/storage/names"
-
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -25,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage/names"
 	"k8s.io/apiserver/pkg/warning"
 )
 
