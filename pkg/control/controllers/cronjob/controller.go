@@ -27,6 +27,7 @@ import (
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -105,7 +106,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	if !apiequality.Semantic.DeepEqual(shared.Status, cj.Status) {
-		if _, err := c.client.BatchV1().CronJobs(shared.Namespace).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
+		if err := c.updateStatus(ctx, cj); err != nil {
 			return 0, fmt.Errorf("update status of cronjob %s: %w", key, err)
 		}
 	}
@@ -113,6 +114,30 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	return again, nil
+}
+
+// updateStatus writes the status this sync worked out. On a conflict (the CronJob was
+// annotated or edited meanwhile) it writes the same status onto the fresh object: this
+// worker is the only writer of status, and a Job it just started must reach status.active,
+// or a later Replace would not delete it and a Forbid schedule would not wait for it.
+func (c *Controller) updateStatus(ctx context.Context, cj *batchv1.CronJob) error {
+	cronJobs := c.client.BatchV1().CronJobs(cj.Namespace)
+	_, err := cronJobs.UpdateStatus(ctx, cj, metav1.UpdateOptions{})
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh, err := cronJobs.Get(ctx, cj.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || err == nil && fresh.UID != cj.UID {
+			return nil // deleted (and perhaps made again): the status was of the old one
+		}
+		if err != nil {
+			return err
+		}
+		fresh.Status = cj.Status
+		_, err = cronJobs.UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // trackActive brings status.active and lastSuccessfulTime up to date with the Jobs, and
