@@ -1,6 +1,7 @@
 package job
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -136,6 +137,24 @@ func TestIndexFailures(t *testing.T) {
 		}
 		if tc.replaced != nil && indexFailed(job, tc.replaced) != tc.failsIndex {
 			t.Errorf("%s: indexFailed = %v", tc.name, !tc.failsIndex)
+		}
+	}
+}
+
+// TestNewPodFinalizers: the job-tracking finalizer is added after the template's own
+// finalizers, once, even when the template already names it (kube's
+// appendJobCompletionFinalizerIfNotFound).
+func TestNewPodFinalizers(t *testing.T) {
+	const tracking = batchv1.JobTrackingFinalizer
+	for _, tc := range []struct{ template, want []string }{
+		{nil, []string{tracking}},
+		{[]string{"example.com/keep"}, []string{"example.com/keep", tracking}},
+		{[]string{tracking, "example.com/keep"}, []string{tracking, "example.com/keep"}},
+	} {
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "default", UID: "u"}}
+		job.Spec.Template.Finalizers = tc.template
+		if got := newPod(job, -1).Finalizers; !slices.Equal(got, tc.want) {
+			t.Errorf("template finalizers %v: pod finalizers %v, want %v", tc.template, got, tc.want)
 		}
 	}
 }

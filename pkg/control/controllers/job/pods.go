@@ -26,7 +26,9 @@ var jobKind = batchv1.SchemeGroupVersion.WithKind("Job")
 // gets the hostname <job>-<index>.
 func newPod(job *batchv1.Job, index int) *corev1.Pod {
 	pod := templatepod.New(&job.Spec.Template, job, jobKind)
-	pod.Finalizers = append(pod.Finalizers, batchv1.JobTrackingFinalizer)
+	if !hasTrackingFinalizer(pod) {
+		pod.Finalizers = append(pod.Finalizers, batchv1.JobTrackingFinalizer)
+	}
 	if index < 0 {
 		return pod
 	}
