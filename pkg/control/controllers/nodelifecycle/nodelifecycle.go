@@ -11,6 +11,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/clock"
 )
 
@@ -45,7 +47,7 @@ type Options struct {
 // kube-controller-manager's defaults of Options.
 const (
 	DefaultMonitorPeriod = 5 * time.Second
-	DefaultGracePeriod   = 40 * time.Second
+	DefaultGracePeriod   = 50 * time.Second // 40 s before Kubernetes 1.32
 )
 
 // startupGracePeriod is how long a node that never posted its status has from its
@@ -146,6 +148,9 @@ func (c *Controller) Run(ctx context.Context) {
 			if err := c.monitor(ctx, n); err != nil {
 				c.log.Info("node check failed, will retry", "node", n.Name, "err", err)
 			}
+			if err := c.reconcileLabels(ctx, n); err != nil {
+				c.log.Info("node labels not reconciled, will retry", "node", n.Name, "err", err)
+			}
 		}
 		for name := range c.health {
 			if !seen[name] {
@@ -223,6 +228,30 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node) error {
 		return err
 	}
 	return c.evict(ctx, n, now)
+}
+
+// betaLabels are the deprecated node labels kept equal to their stable ones, as kube's
+// node lifecycle controller does (labelReconcileInfo): workloads that still select on
+// beta.kubernetes.io/os find every node, whoever registered it.
+var betaLabels = map[string]string{corev1.LabelOSStable: kubeletapis.LabelOS, corev1.LabelArchStable: kubeletapis.LabelArch}
+
+// reconcileLabels gives the node each beta label its stable label calls for.
+func (c *Controller) reconcileLabels(ctx context.Context, n *corev1.Node) error {
+	set := map[string]string{}
+	for stable, beta := range betaLabels {
+		if v, ok := n.Labels[stable]; ok && n.Labels[beta] != v {
+			set[beta] = v
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": set}})
+	if err != nil {
+		return err
+	}
+	_, err = c.client.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 // markUnknown sets every condition the kubelet posts to Unknown, in kube's words (one it
@@ -325,7 +354,7 @@ func wantedTaints(n *corev1.Node) []corev1.Taint {
 }
 
 // syncTaints puts the taints the node's state calls for (wantedTaints) and takes away the
-// ones of ours it no longer calls for, keeping when each NoExecute taint was added.
+// ones of ours it no longer calls for, keeping when each taint was added.
 func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Time) error {
 	want := wantedTaints(n)
 	wanted := func(t corev1.Taint) bool {
@@ -355,12 +384,10 @@ func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Ti
 		if have {
 			continue
 		}
-		if w.Effect == corev1.TaintEffectNoExecute {
-			if c.allDisrupted || !swap && !c.mayTaintNoExecute(n) {
-				continue
-			}
-			w.TimeAdded = &added
+		if w.Effect == corev1.TaintEffectNoExecute && (c.allDisrupted || !swap && !c.mayTaintNoExecute(n)) {
+			continue
 		}
+		w.TimeAdded = &added // on every taint it adds, as kube's SwapNodeControllerTaint
 		taints = append(taints, w)
 	}
 	if len(taints) == len(n.Spec.Taints) && sameTaints(taints, n.Spec.Taints) {
