@@ -14,19 +14,31 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Mark adds DisruptionTarget=True with reason and message to the pod's status (a
-// strategic-merge patch of the status subresource, conditions merge by type), unless the
-// pod has it with that reason already.
+// Mark adds DisruptionTarget=True with reason and message to the pod's status, unless the
+// pod has it with that reason already. As kube's PatchPodStatus, the strategic-merge patch
+// of the status subresource names the conditions' order, so a new condition comes last
+// (without it the server put it first; one already there keeps its place), and the condition observes the pod's generation
+// (PodObservedGenerationTracking).
 func Mark(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, reason, message string) error {
+	var order []map[string]corev1.PodConditionType
+	had := false
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == reason {
 			return nil
 		}
+		had = had || c.Type == corev1.DisruptionTarget
+		order = append(order, map[string]corev1.PodConditionType{"type": c.Type})
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
-		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason, Message: message,
-		LastTransitionTime: metav1.Now(),
-	}}}})
+	if !had {
+		order = append(order, map[string]corev1.PodConditionType{"type": corev1.DisruptionTarget})
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+		"$setElementOrder/conditions": order,
+		"conditions": []corev1.PodCondition{{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason, Message: message,
+			ObservedGeneration: pod.Generation, LastTransitionTime: metav1.Now(),
+		}},
+	}})
 	if err != nil {
 		return err
 	}
