@@ -32,6 +32,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
+	"github.com/minik8s/minik8s/pkg/control/controllers/nodettl"
 	"github.com/minik8s/minik8s/pkg/control/controllers/podautoscaler"
 	"github.com/minik8s/minik8s/pkg/control/controllers/podgc"
 	"github.com/minik8s/minik8s/pkg/control/controllers/policystatus"
@@ -134,6 +135,7 @@ var controllers = []controller{
 	{"ttl-after-finished", startTTLAfterFinished},
 	{"daemonset", startDaemonSet},
 	{"nodelifecycle", startNodeLifecycle},
+	{nodettl.Name, startNodeTTL},
 	{podgc.Name, startPodGC},
 	{"statefulset", startStatefulSet},
 	{"service-lb-controller", startLoadBalancer},
@@ -352,6 +354,10 @@ func startCronJob(c *ControllerContext) (runner, error) {
 
 func startTTLAfterFinished(c *ControllerContext) (runner, error) {
 	return ttlafterfinished.New(c.Client, c.Informers.Batch().V1().Jobs(), clock.RealClock{}, c.Log.With("component", ttlafterfinished.Name))
+}
+
+func startNodeTTL(c *ControllerContext) (runner, error) {
+	return nodettl.New(c.Client, c.Informers.Core().V1().Nodes(), c.Log.With("component", "ttl-controller"))
 }
 
 func startPodGC(c *ControllerContext) (runner, error) {
