@@ -17,8 +17,8 @@ import (
 // Mark adds DisruptionTarget=True with reason and message to the pod's status, unless the
 // pod has it with that reason already. As kube's PatchPodStatus, the strategic-merge patch
 // of the status subresource names the conditions' order, so a new condition comes last
-// (without it the server put it first; one already there keeps its place), and the condition observes the pod's generation
-// (PodObservedGenerationTracking).
+// (without it the server put it first; one already there keeps its place), and the
+// condition observes the pod's generation (PodObservedGenerationTracking).
 func Mark(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, reason, message string) error {
 	var order []map[string]corev1.PodConditionType
 	had := false
