@@ -61,23 +61,31 @@ func TestNodeValidation(t *testing.T) {
 		t.Errorf("create keeps the status and drops spec.configSource: %+v", node)
 	}
 
+	// The shared server's controllers write the new node meanwhile (its not-ready taint
+	// taken away, a pod CIDR from nodeipam: the same move from "" to valid, through the same
+	// validation; the ttl annotation): each update is made on the latest node, again on a
+	// conflict.
+	update := func(change func(n *corev1.Node)) (*corev1.Node, error) {
+		var out *corev1.Node
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := nodes.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(cur)
+			out, err = nodes.Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		return out, err
+	}
 	// From "" to a CIDR is allowed (the podCIDR alone gives podCIDRs), then never changed.
 	podCIDR := "10.99.1.0/24"
-	// The shared server's controllers write the new node meanwhile (its not-ready taint
-	// taken away, maybe a pod CIDR from nodeipam: the same move from "" to valid, through
-	// the same validation): retry on conflict.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+	node, err = update(func(n *corev1.Node) {
+		if n.Spec.PodCIDR == "" {
+			n.Spec.PodCIDR = podCIDR
 		}
-		if cur.Spec.PodCIDR == "" {
-			cur.Spec.PodCIDR = podCIDR
-		}
-		podCIDR = cur.Spec.PodCIDR
-		cur.Status.Addresses = nil // an update of the node keeps the status
-		node, err = nodes.Update(ctx, cur, metav1.UpdateOptions{})
-		return err
+		podCIDR = n.Spec.PodCIDR
+		n.Status.Addresses = nil // an update of the node keeps the status
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -85,18 +93,16 @@ func TestNodeValidation(t *testing.T) {
 	if len(node.Spec.PodCIDRs) != 1 || node.Spec.PodCIDRs[0] != podCIDR || podCIDR == "" || len(node.Status.Addresses) != 1 {
 		t.Errorf("podCIDR set, podCIDRs from it, status kept: %+v %+v", node.Spec, node.Status)
 	}
-	changed := node.DeepCopy()
-	changed.Spec.PodCIDR, changed.Spec.PodCIDRs = "10.99.2.0/24", nil
-	changed.Spec.ProviderID = "minik8s://" + name
-	_, err = nodes.Update(ctx, changed, metav1.UpdateOptions{})
+	_, err = update(func(n *corev1.Node) {
+		n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.99.2.0/24", nil
+		n.Spec.ProviderID = "minik8s://" + name
+	})
 	expectInvalid("podCIDR changed", err, `spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to valid`)
 
-	node.Spec.ProviderID = "minik8s://" + name
-	if node, err = nodes.Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+	if _, err = update(func(n *corev1.Node) { n.Spec.ProviderID = "minik8s://" + name }); err != nil {
 		t.Fatal(err)
 	}
-	node.Spec.ProviderID = "other://" + name
-	_, err = nodes.Update(ctx, node, metav1.UpdateOptions{})
+	_, err = update(func(n *corev1.Node) { n.Spec.ProviderID = "other://" + name })
 	expectInvalid("providerID changed", err, `spec.providerID: Forbidden: node updates may not change providerID except from "" to valid`)
 
 	// The status subresource checks the status and keeps the spec.
