@@ -13,6 +13,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
@@ -232,24 +233,68 @@ func TestReplicaFailure(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%+v", got.Status.Conditions)
 	})
-	failures := func() int32 {
-		events, err := cl.Client.CoreV1().Events(cl.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "broken").String()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int32
-		for _, e := range events.Items {
-			if e.Reason == "FailedCreate" && strings.HasPrefix(e.Message, "Error creating: ") {
-				n += e.Count
-			}
-		}
-		return n
-	}
 	time.Sleep(3 * time.Second)
 	// Each sync tries one pod (slow start stops at the first failure) and the retries back
 	// off exponentially from 5 ms: about a dozen attempts in the first seconds, where a
 	// hot loop or creating all 8 pods per attempt would make many times more.
-	if n := failures(); n == 0 || n > 16 {
+	if n := failedCreates(t, cl.Client, cl.Namespace, "broken"); n == 0 || n > 16 {
+		t.Errorf("%d FailedCreate events within ~3 s: want some, and a back-off (at most 16)", n)
+	}
+}
+
+// failedCreates counts the FailedCreate events of the ReplicaSet name.
+func failedCreates(t *testing.T, c kubernetes.Interface, namespace, name string) int32 {
+	t.Helper()
+	events, err := c.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, e := range events.Items {
+		if e.Reason == "FailedCreate" && strings.HasPrefix(e.Message, "Error creating: ") {
+			n += e.Count
+		}
+	}
+	return n
+}
+
+// TestReplicaFailureUnderQuota: creates a ResourceQuota refuses name a new pod each time,
+// so each failure's message differs. The ReplicaFailure condition keeps the first one, as
+// kube's calculateStatus does: rewriting it would update the ReplicaSet, whose update
+// event queues it again past the back-off, a hot loop of refused creates.
+func TestReplicaFailureUnderQuota(t *testing.T) {
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ctx := context.Background()
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+	if _, err := cl.Client.CoreV1().ResourceQuotas(cl.Namespace).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "quota status", 20*time.Second, func() (bool, string) {
+		got, _ := cl.Client.CoreV1().ResourceQuotas(cl.Namespace).Get(ctx, "pods", metav1.GetOptions{})
+		return got.Status.Hard != nil, fmt.Sprintf("%+v", got.Status)
+	})
+	if _, err := cl.Client.AppsV1().ReplicaSets(cl.Namespace).Create(ctx, replicaSet("quota", 3), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	condition := func() string {
+		got, _ := cl.Client.AppsV1().ReplicaSets(cl.Namespace).Get(ctx, "quota", metav1.GetOptions{})
+		for _, c := range got.Status.Conditions {
+			if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue && c.Reason == "FailedCreate" {
+				return c.Message
+			}
+		}
+		return ""
+	}
+	controllertest.WaitFor(t, "ReplicaFailure condition", 20*time.Second, func() (bool, string) {
+		return strings.Contains(condition(), "exceeded quota"), condition()
+	})
+	first := condition()
+	time.Sleep(3 * time.Second)
+	if got := condition(); got != first {
+		t.Errorf("ReplicaFailure message rewritten: %q, then %q", first, got)
+	}
+	if n := failedCreates(t, cl.Client, cl.Namespace, "quota"); n == 0 || n > 16 {
 		t.Errorf("%d FailedCreate events within ~3 s: want some, and a back-off (at most 16)", n)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 // calculateStatus counts set's pods: all, fully labelled (every template label), ready, and
 // available (ready for minReadySeconds); a failed create or delete shows as the
-// ReplicaFailure condition with the API's error, cleared once managing succeeds.
+// ReplicaFailure condition with the API's first error, cleared once managing succeeds.
 func (c *Controller) calculateStatus(set *appsv1.ReplicaSet, owned []*corev1.Pod, manageErr error) appsv1.ReplicaSetStatus {
 	st := *set.Status.DeepCopy()
 	st.Replicas = int32(len(owned))
@@ -48,19 +48,17 @@ func replicaFailure(set *appsv1.ReplicaSet, have int, manageErr error) *appsv1.R
 		Reason: reason, Message: manageErr.Error(), LastTransitionTime: metav1.Now()}
 }
 
-// setFailureCondition puts cond in place of the ReplicaFailure condition (keeping its
-// transition time when only the message changes), or removes it when cond is nil.
+// setFailureCondition adds cond as the ReplicaFailure condition when there is none and
+// removes it when cond is nil; an existing one stays as it is (kube's calculateStatus).
+// Each failure's message names the refused pod, so rewriting it would update the set on
+// every failed sync, and the update queues the set again past the back-off.
 func setFailureCondition(conds []appsv1.ReplicaSetCondition, cond *appsv1.ReplicaSetCondition) []appsv1.ReplicaSetCondition {
 	var out []appsv1.ReplicaSetCondition
 	for _, c := range conds {
 		if c.Type != appsv1.ReplicaSetReplicaFailure {
 			out = append(out, c)
-			continue
-		}
-		if cond != nil && c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
+		} else if cond != nil {
 			cond = &c
-		} else if cond != nil && c.Status == cond.Status {
-			cond.LastTransitionTime = c.LastTransitionTime
 		}
 	}
 	if cond != nil {
