@@ -5,6 +5,8 @@
 package csrqueue
 
 import (
+	"time"
+
 	"context"
 	"log/slog"
 
@@ -36,7 +38,7 @@ type Base struct {
 func New(name string, client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer,
 	wants func(csr *certificatesv1.CertificateSigningRequest) bool, log *slog.Logger) (*Base, error) {
 	b := &Base{Client: client, CSRs: csrs.Lister(), Log: log, synced: csrs.Informer().HasSynced,
-		queue: workloop.NewCertificateQueue[string](name), wants: wants}
+		queue: workloop.NewBackoffQueue[string](name, 200*time.Millisecond, 1000*time.Second, nil), wants: wants}
 	_, err := csrs.Informer().AddEventHandler(workloop.OnAddOrUpdate(func(obj any) {
 		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && wants(csr) {
 			b.queue.Add(csr.Name)

@@ -83,12 +83,12 @@ func NewQueueWithClock[T comparable](name string, clk clock.WithTicker) workqueu
 	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](), workqueue.TypedRateLimitingQueueConfig[T]{Name: name, Clock: clk})
 }
 
-// NewCertificateQueue is the CSR controllers' queue: per-key exponential back-off from
-// 200ms to 1000s and no overall bucket, as kube-controller-manager's certificates
-// controllers build theirs.
-func NewCertificateQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[T](200*time.Millisecond, 1000*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
+// NewBackoffQueue is a queue with only a per-key exponential back-off from base to max and
+// no overall bucket, as the kube-controller-manager controllers that build their own
+// (certificates: 200ms to 1000s; job: 1s to 1 min); clk nil is the real clock.
+func NewBackoffQueue[T comparable](name string, base, max time.Duration, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[T] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[T](base, max),
+		workqueue.TypedRateLimitingQueueConfig[T]{Name: name, Clock: clk})
 }
 
 // Enqueue is an event handler's body that adds the object's namespace/name key to q (a

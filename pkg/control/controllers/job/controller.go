@@ -69,13 +69,21 @@ type pendingPod struct {
 	at    time.Time
 }
 
+// A sync that failed (a pod the API refused, a status update that conflicted) is retried
+// after a back-off from apiBackoff doubling to maxAPIBackoff, kube's DefaultJobApiBackOff
+// and MaxJobApiBackOff: a Job over its quota keeps asking, a minute apart at most.
+const (
+	apiBackoff    = time.Second
+	maxAPIBackoff = time.Minute
+)
+
 // New wires the controller to the shared Job and Pod informers.
 func New(client kubernetes.Interface, jobs batchinformers.JobInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, clk clock.Clock, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		client: client, jobs: jobs.Lister(), pods: pods.Lister(),
 		synced:   []cache.InformerSynced{jobs.Informer().HasSynced, pods.Informer().HasSynced},
-		queue:    workloop.NewQueue[string]("job"),
-		orphans:  workloop.NewQueue[string]("job_orphan_pod"),
+		queue:    workloop.NewBackoffQueue[string]("job", apiBackoff, maxAPIBackoff, nil),
+		orphans:  workloop.NewBackoffQueue[string]("job_orphan_pod", apiBackoff, maxAPIBackoff, nil),
 		recorder: recorder, clock: clk, log: log,
 		states: map[string]*jobState{},
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -479,4 +480,34 @@ func TestTooManySucceededPods(t *testing.T) {
 	if !hasEvent(events(t, ctx, c, j), "Completed", "Job completed") {
 		t.Errorf("no Completed event: %+v", events(t, ctx, c, j))
 	}
+}
+
+// A pod the API refuses (a ResourceQuota full) is asked for again after a back-off, as
+// kube's job controller retries a failed sync from 1 s up to a minute apart: once the
+// quota goes, the Job gets its second pod with nothing else changing.
+func TestCreateRetriedAfterRefusal(t *testing.T) {
+	c, ctx := start(t)
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+	if _, err := c.Client.CoreV1().ResourceQuotas(c.Namespace).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Until(t, "quota status", 20*time.Second, func() bool {
+		got, _ := c.Client.CoreV1().ResourceQuotas(c.Namespace).Get(ctx, "pods", metav1.GetOptions{})
+		return got.Status.Hard != nil
+	})
+	j := newJob("quota")
+	j.Spec.Parallelism = ptr.To[int32](2)
+	createJob(t, ctx, c, j)
+	j = getJob(t, ctx, c, "quota")
+	controllertest.Until(t, "a FailedCreate event and the first pod bound", 20*time.Second, func() bool {
+		run := running(jobPods(t, ctx, c, "quota"))
+		return hasEvent(events(t, ctx, c, j), "FailedCreate", "Error creating: pods ") && len(run) == 1 && run[0].Spec.NodeName != ""
+	})
+	time.Sleep(2 * time.Second) // the binding's pod event has woken the Job: now nothing changes
+	if err := c.Client.CoreV1().ResourceQuotas(c.Namespace).Delete(ctx, "pods", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Until(t, "the second pod", 30*time.Second, func() bool {
+		return len(running(jobPods(t, ctx, c, "quota"))) == 2
+	})
 }

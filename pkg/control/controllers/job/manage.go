@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 )
 
 // managePods creates or deletes pods so that as many run as the Job wants now. It returns
-// how long to wait when the back-off holds the creation of replacements back.
-func (c *Controller) managePods(ctx context.Context, s *syncCtx) time.Duration {
+// how long to wait when the back-off holds the creation of replacements back, and the first
+// creation or deletion the API refused.
+func (c *Controller) managePods(ctx context.Context, s *syncCtx) (time.Duration, error) {
 	job := s.job
 	parallelism := int(ptr.Deref(job.Spec.Parallelism, 1))
 	var want int
@@ -27,27 +29,26 @@ func (c *Controller) managePods(ctx context.Context, s *syncCtx) time.Duration {
 	default:
 		want = parallelism
 	}
+	var surplusErr error
 	if s.indexed {
-		c.deletePods(ctx, s, s.surplusIndexed())
+		surplusErr = c.deletePods(ctx, s, s.surplusIndexed())
 	}
 	if extra := s.activeCount() - want; extra > 0 {
 		victims := slices.Clone(s.active)
 		slices.SortFunc(victims, deletionRank)
-		c.deletePods(ctx, s, victims[:min(extra, len(victims))])
-		return 0
+		return 0, errors.Join(surplusErr, c.deletePods(ctx, s, victims[:min(extra, len(victims))]))
 	}
 	// A Job that replaces only failed pods counts its terminating ones as still there.
 	missing := want - s.activeCount() - len(s.replaceLater())
 	if missing <= 0 {
-		return 0
+		return 0, surplusErr
 	}
 	if s.perIndex {
 		indexes, wait := s.indexesOutOfBackoff(s.freeIndexes(missing))
-		c.createPods(ctx, s, indexes)
-		return wait
+		return wait, errors.Join(surplusErr, c.createPods(ctx, s, indexes))
 	}
 	if wait := backoffLeft(s.st.failures, s.st.lastFailure, s.now.Time); wait > 0 {
-		return wait
+		return wait, surplusErr
 	}
 	indexes := make([]int, missing)
 	for i := range indexes {
@@ -56,8 +57,7 @@ func (c *Controller) managePods(ctx context.Context, s *syncCtx) time.Duration {
 	if s.indexed {
 		indexes = s.freeIndexes(missing)
 	}
-	c.createPods(ctx, s, indexes)
-	return 0
+	return 0, errors.Join(surplusErr, c.createPods(ctx, s, indexes))
 }
 
 // indexesOutOfBackoff are the indexes whose own back-off is over; when none is, it says how
@@ -139,20 +139,23 @@ func (s *syncCtx) replaceLater() []*corev1.Pod {
 }
 
 // createPods creates pods in batches of 1, 2, 4, ... as kube-controller-manager does, so a
-// template the API refuses fails once rather than parallelism times.
-func (c *Controller) createPods(ctx context.Context, s *syncCtx, indexes []int) {
+// template the API refuses fails once rather than parallelism times. It returns the refusal.
+func (c *Controller) createPods(ctx context.Context, s *syncCtx, indexes []int) error {
 	for batch := 1; len(indexes) > 0; batch *= 2 {
 		n := min(batch, len(indexes))
 		for _, index := range indexes[:n] {
-			if !c.createPod(ctx, s, index) {
-				return
+			if err := c.createPod(ctx, s, index); apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				return nil // the namespace goes, and every pod with it
+			} else if err != nil {
+				return err
 			}
 		}
 		indexes = indexes[n:]
 	}
+	return nil
 }
 
-func (c *Controller) createPod(ctx context.Context, s *syncCtx, index int) bool {
+func (c *Controller) createPod(ctx context.Context, s *syncCtx, index int) error {
 	pod := newPod(s.job, index)
 	if s.perIndex {
 		setIndexFailures(pod, s.job, s.lastFailed[index])
@@ -162,20 +165,24 @@ func (c *Controller) createPod(ctx context.Context, s *syncCtx, index int) bool 
 		if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			c.recorder.Eventf(s.job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 		}
-		c.log.Info("create pod failed", "job", s.job.Namespace+"/"+s.job.Name, "err", err)
-		return false
+		return err
 	}
 	s.st.creating[pod.Name] = pendingPod{index: index, at: s.now.Time}
 	c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
-	return true
+	return nil
 }
 
-// deletePods deletes pods of the Job; they leave s.active at once.
-func (c *Controller) deletePods(ctx context.Context, s *syncCtx, pods []*corev1.Pod) {
+// deletePods deletes pods of the Job; they leave s.active at once. It returns the first
+// deletion the API refused (a pod already gone is deleted).
+func (c *Controller) deletePods(ctx context.Context, s *syncCtx, pods []*corev1.Pod) error {
+	var first error
 	for _, p := range slices.Clone(pods) { // pods may be s.active, which shrinks
 		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			c.recorder.Eventf(s.job, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+			if first == nil {
+				first = err
+			}
 			continue
 		}
 		s.st.deleting[p.Name] = s.now.Time
@@ -184,4 +191,5 @@ func (c *Controller) deletePods(ctx context.Context, s *syncCtx, pods []*corev1.
 			c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
 		}
 	}
+	return first
 }

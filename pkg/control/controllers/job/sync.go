@@ -116,11 +116,14 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	var again time.Duration
 	c.judge(s, suspended, &again)
 	var final *batchv1.JobCondition
+	// A pod the API refused to create or delete is retried after the status is written,
+	// as kube's syncJob returns manageJob's error last.
+	var manageErr error
 	switch {
 	case s.finishing():
-		final = c.finish(ctx, s)
+		final, manageErr = c.finish(ctx, s)
 	case suspended:
-		c.deletePods(ctx, s, s.active)
+		manageErr = c.deletePods(ctx, s, s.active)
 		if !jobutil.ConditionTrue(s.job, batchv1.JobSuspended) {
 			setCondition(s.job, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", s.now)
 			// As Kubernetes 1.36 (MutableSchedulingDirectivesForSuspendedJobs, on by
@@ -129,7 +132,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			suspendEvent = "Suspended"
 		}
 	default:
-		if wait := c.managePods(ctx, s); wait > 0 && (again == 0 || wait < again) {
+		var wait time.Duration
+		if wait, manageErr = c.managePods(ctx, s); wait > 0 && (again == 0 || wait < again) {
 			again = wait
 		}
 	}
@@ -157,7 +161,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		st.FailedIndexes = ptr.To(formatIndexes(s.failed))
 	}
 	if apiequality.Semantic.DeepEqual(shared.Status, s.job.Status) {
-		return again, nil
+		return again, manageErr
 	}
 	if _, err := c.client.BatchV1().Jobs(shared.Namespace).UpdateStatus(ctx, s.job, metav1.UpdateOptions{}); err != nil {
 		return 0, fmt.Errorf("update status of job %s: %w", key, err)
@@ -171,7 +175,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if final != nil {
 		c.recordFinished(s.job, final)
 	}
-	return again, nil
+	return again, manageErr
 }
 
 // recordFinished sends the Events of a Job that has just finished, as Kubernetes'
@@ -340,8 +344,9 @@ func (c *Controller) pastBackoffLimitOnFailure(s *syncCtx) bool {
 }
 
 // finish deletes what still runs of a Job that failed or succeeded, and once no pod of it
-// is left running or terminating, sets Failed or Complete; it returns that condition.
-func (c *Controller) finish(ctx context.Context, s *syncCtx) *batchv1.JobCondition {
+// is left running or terminating, sets Failed or Complete; it returns that condition, and
+// the first deletion the API refused.
+func (c *Controller) finish(ctx context.Context, s *syncCtx) (*batchv1.JobCondition, error) {
 	idle := s.activeCount() == 0
 	for _, p := range s.pods {
 		if _, counted := s.st.finalized[p.UID]; podTerminating(p) || (hasTrackingFinalizer(p) && !counted) {
@@ -349,17 +354,16 @@ func (c *Controller) finish(ctx context.Context, s *syncCtx) *batchv1.JobConditi
 		}
 	}
 	if !idle {
-		c.deletePods(ctx, s, s.active)
-		return nil
+		return nil, c.deletePods(ctx, s, s.active)
 	}
 	if t := jobutil.Condition(s.job, batchv1.JobFailureTarget); t != nil && t.Status == corev1.ConditionTrue {
 		setCondition(s.job, batchv1.JobFailed, corev1.ConditionTrue, t.Reason, t.Message, s.now)
-		return jobutil.Condition(s.job, batchv1.JobFailed)
+		return jobutil.Condition(s.job, batchv1.JobFailed), nil
 	}
 	met := jobutil.Condition(s.job, batchv1.JobSuccessCriteriaMet)
 	setCondition(s.job, batchv1.JobComplete, corev1.ConditionTrue, met.Reason, met.Message, s.now)
 	s.job.Status.CompletionTime = &s.now
-	return jobutil.Condition(s.job, batchv1.JobComplete)
+	return jobutil.Condition(s.job, batchv1.JobComplete), nil
 }
 
 // releaseAll removes our finalizer from the pods of a finished Job.
