@@ -431,31 +431,47 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	c.mu.Lock()
 	waiting := c.pending[key] > 0
 	c.mu.Unlock()
+	var manageErr error
 	if !waiting {
-		if err := c.createPods(ctx, key, ds, hash, create); err != nil {
-			return 0, err
-		}
-		if err := c.deletePods(ctx, ds, remove); err != nil {
-			return 0, err
-		}
-		// Like Kubernetes, update only once the pods are as the manage step wants them.
-		if len(create) == 0 && len(remove) == 0 {
-			if err := c.rollingUpdate(ctx, key, ds, hash, byNode, eligible); err != nil {
-				return 0, err
-			}
-		}
+		manageErr = c.manage(ctx, key, ds, hash, create, remove, byNode, eligible)
 	}
+	// As kube's syncDaemonSet, the status is written even when managing failed (a pod the
+	// quota refused), and a sync still waiting for its creations does not raise the
+	// observed generation: that generation was not acted on.
 	st := status(ds, hash, byNode, eligible)
+	if waiting {
+		st.ObservedGeneration = cached.Status.ObservedGeneration
+	}
 	if !equality.Semantic.DeepEqual(st, cached.Status) {
 		ds.Status = st
 		if _, err := c.client.AppsV1().DaemonSets(cached.Namespace).UpdateStatus(ctx, ds, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return 0, err
+			return 0, errors.Join(manageErr, err)
 		}
+	}
+	if manageErr != nil {
+		return 0, manageErr
 	}
 	if ds.Spec.MinReadySeconds > 0 && st.NumberAvailable < st.NumberReady {
 		retry = sooner(retry, time.Duration(ds.Spec.MinReadySeconds)*time.Second)
 	}
 	return retry, nil
+}
+
+// manage creates and deletes pods so that each eligible node runs one, and once none is
+// missing or extra, goes on with the rolling update.
+func (c *Controller) manage(ctx context.Context, key string, ds *appsv1.DaemonSet, hash string, create []string, remove []*corev1.Pod,
+	byNode map[string][]*corev1.Pod, eligible map[string]bool) error {
+	if err := c.createPods(ctx, key, ds, hash, create); err != nil {
+		return err
+	}
+	if err := c.deletePods(ctx, ds, remove); err != nil {
+		return err
+	}
+	// Like Kubernetes, update only once the pods are as the manage step wants them.
+	if len(create) == 0 && len(remove) == 0 {
+		return c.rollingUpdate(ctx, key, ds, hash, byNode, eligible)
+	}
+	return nil
 }
 
 // sooner is the shorter of two waits, 0 standing for none.

@@ -365,3 +365,26 @@ func TestDaemonSetAdoptsAnOrphanRevisionAtOnce(t *testing.T) {
 		return "none"
 	}, "DaemonSet/agent")
 }
+
+// A pod the API refuses (a ResourceQuota full) fails the sync, but the status is written
+// all the same, as kube's syncDaemonSet does: it shows two nodes wanting a pod and one
+// having it.
+func TestDaemonSetStatusUnderQuota(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	fakeKubelet(t, cl.Client)
+	edge := map[string]string{"role": "edge"}
+	cl.CreateReadyNode(t, "node-a", 10, edge)
+	cl.CreateReadyNode(t, "node-b", 10, edge)
+	cl.MustKubectl(t, "", "create", "quota", "pods", "--hard=pods=1")
+	controllertest.Eventually(t, "the quota's status", 15*time.Second, func() string {
+		return cl.MustKubectl(t, "", "get", "quota", "pods", "-o", "jsonpath={.status.hard.pods}")
+	}, "1")
+	cl.MustKubectl(t, agent, "apply", "-f", "-")
+	controllertest.Eventually(t, "desired/current/unavailable, observed generation", 30*time.Second, func() string {
+		return cl.MustKubectl(t, "", "get", "ds", "agent", "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.currentNumberScheduled}/{.status.numberUnavailable} {.status.observedGeneration}")
+	}, "2/1/1 1")
+	events := cl.MustKubectl(t, "", "get", "events", "--field-selector", "reason=FailedCreate", "-o", "jsonpath={.items[*].message}")
+	if !strings.Contains(events, "exceeded quota: pods") {
+		t.Errorf("FailedCreate events: %q", events)
+	}
+}
