@@ -5,6 +5,7 @@ package quota
 
 import (
 	"strings"
+	"time"
 
 	"github.com/minik8s/minik8s/internal/resourcename"
 	corev1 "k8s.io/api/core/v1"
@@ -83,9 +84,18 @@ func requestedByPrefix(name corev1.ResourceName) (corev1.ResourceName, bool) {
 	return "", false
 }
 
-// PodCounts says whether a pod uses quota: a pod that finished no longer does.
+// PodCounts says whether a pod uses quota, as kube's QuotaV1Pod: a pod that finished no
+// longer does, nor one still terminating a grace period past its deletion time (stuck on a
+// lost node, it must not keep its replacement out).
 func PodCounts(pod *corev1.Pod) bool {
-	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
+		grace := time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+		return !time.Now().After(pod.DeletionTimestamp.Add(grace))
+	}
+	return true
 }
 
 // UpdateChangesUsage says an update of an object may change what it uses of quotas, as
