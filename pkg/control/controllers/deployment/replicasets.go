@@ -254,13 +254,14 @@ func (r *rollout) createReplicaSet(ctx context.Context, rev string) (*appsv1.Rep
 		return nil, err // every create fails from now on: nothing to tell
 	}
 	if err != nil {
+		const reason = "ReplicaSetCreateError" // kube's FailedRSCreateReason
 		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
 		if d.Spec.ProgressDeadlineSeconds != nil {
-			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, r.c.clock.Now(), "ReplicaSetCreateError", msg))
+			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, r.c.clock.Now(), reason, msg))
 			// The create's error is the one to return; this write is best effort, as kube's.
 			_, _ = r.c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
 		}
-		r.c.recorder.Event(d, corev1.EventTypeWarning, "FailedCreate", msg)
+		r.c.recorder.Event(d, corev1.EventTypeWarning, reason, msg)
 		return nil, err
 	}
 	if n := replicas(created); n > 0 {

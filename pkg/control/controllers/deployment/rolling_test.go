@@ -350,8 +350,8 @@ func TestNewReplicaSetTakesMinReadySeconds(t *testing.T) {
 }
 
 // TestFailedReplicaSetCreate: a new ReplicaSet the API refuses (here a quota) shows as
-// Progressing False, reason ReplicaSetCreateError, with kube's message, besides the
-// FailedCreate Event.
+// Progressing False, reason ReplicaSetCreateError, with kube's message, and a Warning
+// event of that reason and message (kube's FailedRSCreateReason for both).
 func TestFailedReplicaSetCreate(t *testing.T) {
 	d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
 	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
@@ -370,6 +370,13 @@ func TestFailedReplicaSetCreate(t *testing.T) {
 	cond := getCondition(got.Status, appsv1.DeploymentProgressing)
 	if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != "ReplicaSetCreateError" || cond.Message != want {
 		t.Errorf("Progressing = %+v, want False ReplicaSetCreateError %q", cond, want)
+	}
+	events := r.c.recorder.(*record.FakeRecorder).Events
+	if len(events) != 1 {
+		t.Fatalf("%d events, want 1", len(events))
+	}
+	if got := <-events; got != "Warning ReplicaSetCreateError "+want {
+		t.Errorf("event %q, want Warning ReplicaSetCreateError %q", got, want)
 	}
 }
 
