@@ -2,15 +2,18 @@ package statefulset
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -134,5 +137,59 @@ func TestEventWording(t *testing.T) {
 		if got := <-events; got != want {
 			t.Errorf("event %q, want %q", got, want)
 		}
+	}
+}
+
+// TestRefusedClaimFailsThePod: a claim the API refuses (a quota) is told twice, as kube's
+// CreateStatefulPod: the claim's event, then the pod's with the claim's error, and no
+// pod is created without its claim.
+func TestRefusedClaimFailsThePod(t *testing.T) {
+	set := webSet()
+	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "www"}}}
+	c, client := controllerWith(set, nil, nil)
+	refused := apierrors.NewForbidden(corev1.Resource("persistentvolumeclaims"), "www-web-0", errors.New("exceeded quota: q"))
+	client.PrependReactor("create", "persistentvolumeclaims", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, refused })
+	if _, err := c.sync(context.Background(), "ns/web"); err == nil {
+		t.Fatal("sync with the claim refused: no error")
+	}
+	events := c.recorder.(*record.FakeRecorder).Events
+	for _, want := range []string{"Warning FailedCreate Create Claim www-web-0 for Pod web-0 in StatefulSet web failed error: " + refused.Error(),
+		"Warning FailedCreate Create Pod web-0 in StatefulSet web failed error: failed to create PVC www-web-0: " + refused.Error()} {
+		if got := nextEvent(events); got != want {
+			t.Errorf("event %q, want %q", got, want)
+		}
+	}
+	if pods, _ := client.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
+		t.Errorf("%d pods created without their claim", len(pods.Items))
+	}
+}
+
+// TestClaimBeingDeletedHoldsThePod: a pod whose claim is being deleted waits for it to go
+// (and be made anew) rather than start on a claim about to vanish, as kube's
+// createPersistentVolumeClaims.
+func TestClaimBeingDeletedHoldsThePod(t *testing.T) {
+	set := webSet()
+	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "www"}}}
+	c, client := controllerWith(set, nil, nil)
+	going := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "www-web-0", Namespace: "ns", DeletionTimestamp: &metav1.Time{}, Finalizers: []string{"kubernetes.io/pvc-protection"}}}
+	c.claims = corelisters.NewPersistentVolumeClaimLister(controllertest.Indexer(going))
+	if _, err := c.sync(context.Background(), "ns/web"); err == nil || err.Error() != "pvc www-web-0 is being deleted" {
+		t.Fatalf("sync with the claim being deleted: %v, want pvc www-web-0 is being deleted", err)
+	}
+	if got, want := nextEvent(c.recorder.(*record.FakeRecorder).Events), "Warning FailedCreate Create Pod web-0 in StatefulSet web failed error: pvc www-web-0 is being deleted"; got != want {
+		t.Errorf("event %q, want %q", got, want)
+	}
+	if pods, _ := client.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
+		t.Errorf("%d pods created on a claim being deleted", len(pods.Items))
+	}
+}
+
+// nextEvent is the next event recorded, or "" when there is none.
+func nextEvent(events chan string) string {
+	select {
+	case e := <-events:
+		return e
+	default:
+		return ""
 	}
 }

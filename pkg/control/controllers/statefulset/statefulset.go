@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -391,10 +392,13 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 	pod.Labels[appsv1.StatefulSetPodNameLabel] = name
 	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(i)
 	pod.Spec.Hostname, pod.Spec.Subdomain = name, set.Spec.ServiceName
+	// As kube's createPersistentVolumeClaims, every claim is tried and their errors fail the
+	// pod, whose event then tells them too.
+	var claimErrs []error
 	for _, tmpl := range set.Spec.VolumeClaimTemplates {
 		claim := claimName(set, &tmpl, i)
-		if err := c.createClaim(ctx, set, tmpl, claim, name); err != nil {
-			return err
+		if err := c.ensureClaim(ctx, set, tmpl, claim, name); err != nil {
+			claimErrs = append(claimErrs, err)
 		}
 		volume := corev1.Volume{Name: tmpl.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
 		replaced := false
@@ -406,6 +410,10 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 		if !replaced {
 			pod.Spec.Volumes = append(pod.Spec.Volumes, volume)
 		}
+	}
+	if err := utilerrors.NewAggregate(claimErrs); err != nil {
+		c.recordPodEvent(set, "create", name, err)
+		return err
 	}
 	created, err := c.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -420,9 +428,16 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 	return c.applyRetention(ctx, set, created, false)
 }
 
-// createClaim makes a pod's claim from its template; a claim that exists is kept (claims
-// outlive their pods: scale down and up finds the same data).
-func (c *Controller) createClaim(ctx context.Context, set *appsv1.StatefulSet, tmpl corev1.PersistentVolumeClaim, claim, pod string) error {
+// ensureClaim makes a pod's claim from its template unless it exists: claims outlive their
+// pods, so scale down and up finds the same data. A claim being deleted is an error: the
+// pod waits for it to go and be made anew.
+func (c *Controller) ensureClaim(ctx context.Context, set *appsv1.StatefulSet, tmpl corev1.PersistentVolumeClaim, claim, pod string) error {
+	switch existing, err := c.claims.PersistentVolumeClaims(set.Namespace).Get(claim); {
+	case err == nil && existing.DeletionTimestamp != nil:
+		return fmt.Errorf("pvc %s is being deleted", claim)
+	case err == nil:
+		return nil
+	}
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: set.Namespace, Labels: map[string]string{}, Annotations: tmpl.Annotations},
 		Spec:       tmpl.Spec,
@@ -437,11 +452,11 @@ func (c *Controller) createClaim(ctx context.Context, set *appsv1.StatefulSet, t
 	}
 	_, err := c.client.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
 	switch {
-	case apierrors.IsAlreadyExists(err):
-		return nil
+	case apierrors.IsAlreadyExists(err): // our cache is behind: look again
+		return fmt.Errorf("failed to create PVC %s: %w", claim, err)
 	case err != nil:
 		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "Create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim, pod, set.Name, err)
-		return err
+		return fmt.Errorf("failed to create PVC %s: %w", claim, err)
 	}
 	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "Create Claim %s Pod %s in StatefulSet %s success", claim, pod, set.Name)
 	return nil
