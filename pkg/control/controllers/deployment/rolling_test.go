@@ -429,3 +429,30 @@ func TestStatusCountsSurgePodsUnavailable(t *testing.T) {
 		t.Errorf("status %+v; want replicas 4, available 3, updated 1, unavailable 1", st)
 	}
 }
+
+// TestPausedCondition: pausing says Progressing Unknown DeploymentPaused and resuming
+// DeploymentResumed, except over a reported ProgressDeadlineExceeded, which stays, as
+// kube's checkPausedConditions.
+func TestPausedCondition(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		paused             bool
+		reason, wantReason string
+	}{
+		{"pause a progressing rollout", true, "ReplicaSetUpdated", "DeploymentPaused"},
+		{"resume", false, "DeploymentPaused", "DeploymentResumed"},
+		{"pause a timed-out rollout", true, "ProgressDeadlineExceeded", "ProgressDeadlineExceeded"},
+	} {
+		d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+		d.Spec.Paused = c.paused
+		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: c.reason}}
+		r, _ := newRollout(d)
+		if err := r.checkPausedCondition(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := getCondition(r.d.Status, appsv1.DeploymentProgressing); got.Reason != c.wantReason {
+			t.Errorf("%s: Progressing reason %s, want %s", c.name, got.Reason, c.wantReason)
+		}
+	}
+}

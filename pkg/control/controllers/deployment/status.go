@@ -197,12 +197,16 @@ func (r *rollout) writeStatus(ctx context.Context, st appsv1.DeploymentStatus) e
 
 // checkPausedCondition says Progressing Unknown while paused (DeploymentPaused) and on
 // resume (DeploymentResumed), as kube-controller-manager does, so rollout status and the
-// progress deadline pause with it.
+// progress deadline pause with it. A reported ProgressDeadlineExceeded stays: the lack of
+// progress is the news.
 func (r *rollout) checkPausedCondition(ctx context.Context) error {
 	if r.d.Spec.ProgressDeadlineSeconds == nil {
 		return nil
 	}
 	cur := getCondition(r.d.Status, appsv1.DeploymentProgressing)
+	if cur != nil && cur.Reason == "ProgressDeadlineExceeded" {
+		return nil
+	}
 	now := r.c.clock.Now()
 	st := *r.d.Status.DeepCopy()
 	switch {
