@@ -218,6 +218,8 @@ func (c *Collector) classify(ctx context.Context, dep *object, refs []metav1.Own
 		if owner := c.graph.get(ref.UID); owner != nil && owner.namespace != "" && owner.namespace != dep.namespace {
 			r.elsewhere = append(r.elsewhere, ref)
 		}
+	}
+	for _, ref := range refs {
 		owner, err := c.owner(ctx, ref, dep.namespace)
 		switch {
 		case err != nil:
@@ -239,6 +241,13 @@ func (c *Collector) classify(ctx context.Context, dep *object, refs []metav1.Own
 // it has dependents of its own.
 func (c *Collector) attemptToDelete(ctx context.Context, o *object) error {
 	r, err := c.classify(ctx, o, o.owners)
+	if errors.Is(err, errNamespacedOwnerOfClusterScoped) {
+		// No retry finds such an owner (process drops the error); one the graph has seen
+		// elsewhere is told, as kube's graph builder does.
+		for _, ref := range r.elsewhere {
+			c.reportInvalidNamespace(o, ref)
+		}
+	}
 	if err != nil || len(r.dangling)+len(r.waiting) == 0 {
 		return err
 	}

@@ -84,3 +84,42 @@ func TestClusterScopedDependentOfNamespacedOwner(t *testing.T) {
 	}
 	_ = c.Client.RbacV1().ClusterRoles().Delete(ctx, kept, metav1.DeleteOptions{})
 }
+
+// TestClusterScopedDependentOfExistingNamespacedOwner: a cluster-scoped object naming a
+// namespaced owner that exists is kept, and told with kube's OwnerRefInvalidNamespace
+// Warning (its graph builder reports it on seeing both), in the default namespace.
+func TestClusterScopedDependentOfExistingNamespacedOwner(t *testing.T) {
+	t.Parallel()
+	c := controlplanetest.Shared(t)
+	ctx := context.Background()
+	owner := createConfigMap(t, c.Client, c.Namespace, "owner")
+	name := c.Namespace + "-of-existing-configmap"
+	_, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{}) })
+	want := fmt.Sprintf(`ownerRef [v1/ConfigMap, namespace: , name: owner, uid: %s] does not exist in namespace ""`, owner.UID)
+	var got []string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := c.Client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=OwnerRefInvalidNamespace"})
+		if err != nil {
+			return false, err
+		}
+		got = nil
+		for _, e := range events.Items {
+			got = append(got, e.Type+" "+e.InvolvedObject.Kind+" "+e.Message)
+			if e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == "ClusterRole" && e.Message == want {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no OwnerRefInvalidNamespace event %q: %v (events %q)", want, err, got)
+	}
+	if r, err := c.Client.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil || r.DeletionTimestamp != nil {
+		t.Errorf("cluster role naming a namespaced owner: %v (being deleted: %v)", err, err == nil && r.DeletionTimestamp != nil)
+	}
+}
