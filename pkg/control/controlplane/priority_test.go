@@ -46,8 +46,13 @@ globalDefault: true
 		t.Errorf("system-node-critical pod: priority %q, want 2000001000", out)
 	}
 	out, err := c.kubectl(t, pod("lost", "  priorityClassName: nowhere\n"), "apply", "-f", "-")
-	if err == nil || !strings.Contains(out, "no PriorityClass with name nowhere was found") {
+	if err == nil || !strings.Contains(out, `pods "lost" is forbidden: no PriorityClass with name nowhere was found`) {
 		t.Errorf("pod naming a missing class: %v\n%s", err, out)
+	}
+	// The system classes cannot be deleted, as kube-apiserver's PriorityClass REST refuses.
+	out, err = c.kubectl(t, "", "delete", "priorityclass", "system-node-critical")
+	if err == nil || !strings.Contains(out, `priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: this is a system priority class and cannot be deleted`) {
+		t.Errorf("deleting system-node-critical: %v\n%s", err, out)
 	}
 	out, err = c.kubectl(t, pod("liar", "  priorityClassName: high\n  priority: 5\n"), "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, "the integer value of priority (5) must not be provided in pod spec") {

@@ -139,6 +139,10 @@ type Rules struct {
 	// never negative), or false for a kind deleted without one; a graceful object is stored
 	// marked first, even with 0 (kube's CheckGracefulDelete).
 	GracefulDelete func(obj runtime.Object, requested *int64) (int64, bool)
+	// RefuseDelete, when set, refuses a DELETE of the named object before anything else, as
+	// kube's PriorityClass REST refuses the system priority classes (a deletion of the
+	// collection is not asked, as kube's store does not ask).
+	RefuseDelete func(name string) error
 	// MarkDeleted, when set, is applied by the first deletion of an object to the object it
 	// stores marked (deletionTimestamp set, and nothing else: no grace period, garbage
 	// collector finalizer or new generation): it adds the finalizer that holds the object

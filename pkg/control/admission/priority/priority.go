@@ -86,7 +86,7 @@ func (p *Plugin) resolve(ctx context.Context, a *generic.Attributes, name string
 	if name != "" {
 		pc, ok, err := p.classes.Get(ctx, a, name)
 		if err == nil && !ok {
-			err = apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf("no PriorityClass with name %s was found", name))
+			err = admission.Forbidden(a, fmt.Errorf("no PriorityClass with name %s was found", name))
 		}
 		return pc, err
 	}

@@ -23,6 +23,11 @@ import (
 // deletionTimestamp, and goes away when its grace period is cut to zero and its finalizers
 // are gone.
 func (s *Store) Delete(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions) (runtime.Object, error) {
+	if refuse := res.Rules.RefuseDelete; refuse != nil {
+		if err := refuse(name); err != nil {
+			return nil, err
+		}
+	}
 	warnOrphaning(ctx, res, opts)
 	return s.delete(ctx, res, ns, name, opts, true)
 }

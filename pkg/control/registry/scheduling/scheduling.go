@@ -3,12 +3,14 @@
 package scheduling
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,6 +47,14 @@ var PriorityClassRules = registry.Rules{
 	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		return validatePriorityClass(obj.(*schedulingv1.PriorityClass))
+	},
+	RefuseDelete: func(name string) error {
+		for _, system := range SystemPriorityClasses() {
+			if name == system.Name {
+				return apierrors.NewForbidden(schedulingv1.Resource("priorityclasses"), name, errors.New("this is a system priority class and cannot be deleted"))
+			}
+		}
+		return nil
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		pc, o := obj.(*schedulingv1.PriorityClass), old.(*schedulingv1.PriorityClass)
