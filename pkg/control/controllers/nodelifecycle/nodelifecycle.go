@@ -87,6 +87,7 @@ type Controller struct {
 // renewTime in 2099); only a change the controller observes is a sign of life, as in
 // Kubernetes' node lifecycle controller.
 type nodeHealth struct {
+	uid       types.UID        // the node's, for the event when it goes
 	heartbeat metav1.Time      // the Ready condition's lastHeartbeatTime
 	renew     metav1.MicroTime // the Lease's renewTime
 	probe     time.Time
@@ -152,8 +153,10 @@ func (c *Controller) Run(ctx context.Context) {
 				c.log.Info("node labels not reconciled, will retry", "node", n.Name, "err", err)
 			}
 		}
-		for name := range c.health {
+		for name, h := range c.health {
 			if !seen[name] {
+				c.recorder.Eventf(&corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: h.uid},
+					corev1.EventTypeNormal, "RemovingNode", "Node %s event: Removing Node %s from Controller", name, name)
 				delete(c.health, name)
 				delete(c.waiting, name)
 			}
@@ -196,7 +199,7 @@ func (c *Controller) lastProbe(n *corev1.Node, now time.Time) time.Time {
 	_, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
 	h, ok := c.health[n.Name]
 	if !ok {
-		h = &nodeHealth{probe: now}
+		h = &nodeHealth{uid: n.UID, probe: now}
 		if ready == nil { // never posted its status: counted from its creation, as kube's
 			h.probe = n.CreationTimestamp.Time
 		}

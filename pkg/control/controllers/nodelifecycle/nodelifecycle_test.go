@@ -21,6 +21,27 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// TestRemovedNodeEvent: as kube-controller-manager's node controller, a node it knew that
+// is deleted is told by a RemovingNode event, beside the RegisteredNode of its coming.
+func TestRemovedNodeEvent(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) { o.NodeMonitorPeriod = 200 * time.Millisecond })
+	cl.CreateReadyNode(t, "gone", 10, nil)
+	event := func(reason string) func() (bool, string) {
+		return func() (bool, string) {
+			out := cl.MustKubectl(t, "", "get", "events", "-A", "--field-selector", "involvedObject.kind=Node,involvedObject.name=gone,reason="+reason,
+				"-o", "custom-columns=SOURCE:.source.component,MESSAGE:.message", "--no-headers")
+			want := "node-controller   Node gone event: Registered Node gone in Controller"
+			if reason == "RemovingNode" {
+				want = "node-controller   Node gone event: Removing Node gone from Controller"
+			}
+			return strings.TrimSpace(out) == want, out
+		}
+	}
+	controllertest.WaitFor(t, "the RegisteredNode event", 10*time.Second, event("RegisteredNode"))
+	cl.MustKubectl(t, "", "delete", "node", "gone")
+	controllertest.WaitFor(t, "the RemovingNode event", 10*time.Second, event("RemovingNode"))
+}
+
 // TestSilentNodeIsTaintedAndEvicted: a node that stops posting status, beside one that is
 // alive, becomes Unknown and unreachable-tainted after the grace period; its pods go as their
 // tolerations run out (DefaultTolerationSeconds gave every pod 300 s unless it says
