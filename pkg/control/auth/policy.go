@@ -242,29 +242,34 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 		clusterRole("system:aggregate-to-admin", map[string]string{aggregateToAdmin: "true"}, rules(
 			rule("create").groups(authzGroup).resources("localsubjectaccessreviews"),
 			rule(readWrite...).groups(rbacv1.GroupName).resources("roles", "rolebindings"))),
+		// edit and view in kube 1.36's order (the order `kubectl` shows missing rules in),
+		// without the extensions group, which miniapi does not serve. Since 1.22 edit writes
+		// neither endpoints nor endpointslices (CVE-2021-25740).
 		clusterRole("system:aggregate-to-edit", map[string]string{aggregateToEdit: "true"}, rules(
+			// edit reads what view must not: secrets and the pods' streams.
+			rule(read...).groups(legacyGroup).resources("pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"),
 			rule("impersonate").groups(legacyGroup).resources("serviceaccounts"),
 			rule(write...).groups(legacyGroup).resources("pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"),
 			rule("create").groups(legacyGroup).resources("pods/eviction"),
 			rule(write...).groups(legacyGroup).resources("replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
-				"services", "services/proxy", "persistentvolumeclaims", "configmaps", "secrets", "events"),
+				"services", "services/proxy", "persistentvolumeclaims", "configmaps", "secrets"),
 			rule("create").groups(legacyGroup).resources("serviceaccounts/token"),
+			rule(write...).groups(legacyGroup, eventsGroup).resources("events"),
 			rule(write...).groups(appsGroup).resources("statefulsets", "statefulsets/scale", "daemonsets", "deployments",
 				"deployments/scale", "deployments/rollback", "replicasets", "replicasets/scale"),
 			rule(write...).groups(autoscaling).resources("horizontalpodautoscalers"),
 			rule(write...).groups(batchGroup).resources("jobs", "cronjobs"),
-			rule(write...).groups(networking).resources("ingresses", "networkpolicies"),
 			rule(write...).groups(policyGroup).resources("poddisruptionbudgets"),
-			rule(write...).groups(discoveryGroup).resources("endpointslices"),
-			rule(write...).groups(resourceGroup).resources("resourceclaims", "resourceclaimtemplates"),
-			// edit reads what view must not: secrets and the pods' streams.
-			rule(read...).groups(legacyGroup).resources("pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"))),
+			rule(write...).groups(networking).resources("networkpolicies", "ingresses"),
+			rule(readWrite...).groups(coordGroup).resources("leases"),
+			rule(write...).groups(resourceGroup).resources("resourceclaims", "resourceclaimtemplates"))),
 		clusterRole("system:aggregate-to-view", map[string]string{aggregateToView: "true"}, rules(
 			rule(read...).groups(legacyGroup).resources("pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
 				"services", "services/status", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps"),
-			rule(read...).groups(legacyGroup).resources("limitranges", "resourcequotas", "bindings", "events", "pods/status",
+			rule(read...).groups(legacyGroup).resources("limitranges", "resourcequotas", "bindings", "pods/status",
 				"resourcequotas/status", "namespaces/status", "replicationcontrollers/status", "pods/log"),
 			rule(read...).groups(legacyGroup).resources("namespaces"),
+			rule(read...).groups(legacyGroup, eventsGroup).resources("events"),
 			rule(read...).groups(discoveryGroup).resources("endpointslices"),
 			rule(read...).groups(appsGroup).resources("controllerrevisions", "statefulsets", "statefulsets/scale", "statefulsets/status",
 				"daemonsets", "daemonsets/status", "deployments", "deployments/scale", "deployments/status",

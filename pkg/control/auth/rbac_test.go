@@ -148,6 +148,12 @@ func TestRBACRules(t *testing.T) {
 		{"edit reads secrets", res(editor, "get", "", "secrets", "", "apps", "s"), true},
 		{"edit creates tokens", res(editor, "create", "", "serviceaccounts", "token", "apps", "default"), true},
 		{"edit cannot change roles", res(editor, "create", rbacv1.GroupName, "roles", "", "apps", ""), false},
+		// Since Kubernetes 1.22 (CVE-2021-25740) edit may not write endpoints or their slices.
+		{"edit does not write endpointslices", res(editor, "create", discoveryGroup, "endpointslices", "", "apps", ""), false},
+		{"edit does not write endpoints", res(editor, "update", "", "endpoints", "", "apps", "e"), false},
+		{"edit writes events of events.k8s.io", res(editor, "create", eventsGroup, "events", "", "apps", ""), true},
+		{"edit takes leases (leader election)", res(editor, "update", coordGroup, "leases", "", "apps", "l"), true},
+		{"view reads events of events.k8s.io", res(viewer, "list", eventsGroup, "events", "", "apps", ""), true},
 		{"edit cannot bind roles", res(editor, "update", rbacv1.GroupName, "rolebindings", "", "apps", "x"), false},
 		{"admin changes roles", res(admin, "create", rbacv1.GroupName, "rolebindings", "", "apps", ""), true},
 		{"admin has edit's rules (aggregated twice)", res(admin, "delete", "", "secrets", "", "apps", "s"), true},
