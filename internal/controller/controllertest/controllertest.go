@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -128,6 +129,25 @@ func HoldTerminating(t testing.TB, c kubernetes.Interface, namespace, pod string
 			t.Fatal(err)
 		}
 	}
+}
+
+// PodQuota creates a ResourceQuota "pods" allowing namespace that many pods, and waits
+// for the quota controller to write its status: the API enforces a quota only from then.
+func PodQuota(t testing.TB, c kubernetes.Interface, namespace string, pods int64) {
+	t.Helper()
+	ctx := context.Background()
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)}}}
+	if _, err := c.CoreV1().ResourceQuotas(namespace).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, "the pod quota's status", 20*time.Second, func() (bool, string) {
+		got, err := c.CoreV1().ResourceQuotas(namespace).Get(ctx, quota.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status.Hard != nil, fmt.Sprintf("%+v", got.Status)
+	})
 }
 
 // Indexer is a lister's store holding objects, for a controller's sync tested without

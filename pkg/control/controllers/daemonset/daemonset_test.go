@@ -375,10 +375,7 @@ func TestDaemonSetStatusUnderQuota(t *testing.T) {
 	edge := map[string]string{"role": "edge"}
 	cl.CreateReadyNode(t, "node-a", 10, edge)
 	cl.CreateReadyNode(t, "node-b", 10, edge)
-	cl.MustKubectl(t, "", "create", "quota", "pods", "--hard=pods=1")
-	controllertest.Eventually(t, "the quota's status", 15*time.Second, func() string {
-		return cl.MustKubectl(t, "", "get", "quota", "pods", "-o", "jsonpath={.status.hard.pods}")
-	}, "1")
+	controllertest.PodQuota(t, cl.Client, "default", 1)
 	cl.MustKubectl(t, agent, "apply", "-f", "-")
 	controllertest.Eventually(t, "desired/current/unavailable, observed generation", 30*time.Second, func() string {
 		return cl.MustKubectl(t, "", "get", "ds", "agent", "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.currentNumberScheduled}/{.status.numberUnavailable} {.status.observedGeneration}")

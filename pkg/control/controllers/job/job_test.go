@@ -12,7 +12,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -487,14 +486,7 @@ func TestTooManySucceededPods(t *testing.T) {
 // quota goes, the Job gets its second pod with nothing else changing.
 func TestCreateRetriedAfterRefusal(t *testing.T) {
 	c, ctx := start(t)
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
-	if _, err := c.Client.CoreV1().ResourceQuotas(c.Namespace).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	controllertest.Until(t, "quota status", 20*time.Second, func() bool {
-		got, _ := c.Client.CoreV1().ResourceQuotas(c.Namespace).Get(ctx, "pods", metav1.GetOptions{})
-		return got.Status.Hard != nil
-	})
+	controllertest.PodQuota(t, c.Client, c.Namespace, 1)
 	j := newJob("quota")
 	j.Spec.Parallelism = ptr.To[int32](2)
 	createJob(t, ctx, c, j)

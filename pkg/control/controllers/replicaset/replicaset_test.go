@@ -13,7 +13,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
@@ -266,14 +265,7 @@ func TestReplicaFailureUnderQuota(t *testing.T) {
 	t.Parallel()
 	cl := controlplanetest.Shared(t)
 	ctx := context.Background()
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
-	if _, err := cl.Client.CoreV1().ResourceQuotas(cl.Namespace).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	controllertest.WaitFor(t, "quota status", 20*time.Second, func() (bool, string) {
-		got, _ := cl.Client.CoreV1().ResourceQuotas(cl.Namespace).Get(ctx, "pods", metav1.GetOptions{})
-		return got.Status.Hard != nil, fmt.Sprintf("%+v", got.Status)
-	})
+	controllertest.PodQuota(t, cl.Client, cl.Namespace, 1)
 	if _, err := cl.Client.AppsV1().ReplicaSets(cl.Namespace).Create(ctx, replicaSet("quota", 3), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
