@@ -26,20 +26,17 @@ import (
 func TestRemovedNodeEvent(t *testing.T) {
 	cl := controlplanetest.Start(t, func(o *controlplane.Options) { o.NodeMonitorPeriod = 200 * time.Millisecond })
 	cl.CreateReadyNode(t, "gone", 10, nil)
-	event := func(reason string) func() (bool, string) {
-		return func() (bool, string) {
-			out := cl.MustKubectl(t, "", "get", "events", "-A", "--field-selector", "involvedObject.kind=Node,involvedObject.name=gone,reason="+reason,
-				"-o", "custom-columns=SOURCE:.source.component,MESSAGE:.message", "--no-headers")
-			want := "node-controller   Node gone event: Registered Node gone in Controller"
-			if reason == "RemovingNode" {
-				want = "node-controller   Node gone event: Removing Node gone from Controller"
-			}
-			return strings.TrimSpace(out) == want, out
+	event := func(reason string) func() string {
+		return func() string {
+			return strings.TrimSpace(cl.MustKubectl(t, "", "get", "events", "-A", "--field-selector", "involvedObject.kind=Node,involvedObject.name=gone,reason="+reason,
+				"-o", "custom-columns=SOURCE:.source.component,MESSAGE:.message", "--no-headers"))
 		}
 	}
-	controllertest.WaitFor(t, "the RegisteredNode event", 10*time.Second, event("RegisteredNode"))
+	controllertest.Eventually(t, "the RegisteredNode event", 10*time.Second, event("RegisteredNode"),
+		"node-controller   Node gone event: Registered Node gone in Controller")
 	cl.MustKubectl(t, "", "delete", "node", "gone")
-	controllertest.WaitFor(t, "the RemovingNode event", 10*time.Second, event("RemovingNode"))
+	controllertest.Eventually(t, "the RemovingNode event", 10*time.Second, event("RemovingNode"),
+		"node-controller   Node gone event: Removing Node gone from Controller")
 }
 
 // TestSilentNodeIsTaintedAndEvicted: a node that stops posting status, beside one that is
