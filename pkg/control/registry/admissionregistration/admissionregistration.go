@@ -6,6 +6,7 @@ package admissionregistration
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -31,6 +32,11 @@ import (
 var (
 	MutatingWebhookConfigurationRules = registry.Rules{
 		Warnings: staticSuffixWarnings,
+		// A configuration has no spec: its generation counts changes to its webhooks, as
+		// kube's strategies count them.
+		GenerationChanged: func(obj, old runtime.Object) bool {
+			return !reflect.DeepEqual(obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks, old.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks)
+		},
 		Default: func(obj runtime.Object) {
 			for i := range obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks {
 				w := &obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks[i]
@@ -60,6 +66,9 @@ var (
 
 	ValidatingWebhookConfigurationRules = registry.Rules{
 		Warnings: staticSuffixWarnings,
+		GenerationChanged: func(obj, old runtime.Object) bool {
+			return !reflect.DeepEqual(obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks, old.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks)
+		},
 		Default: func(obj runtime.Object) {
 			for i := range obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
 				w := &obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[i]

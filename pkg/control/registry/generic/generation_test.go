@@ -3,6 +3,7 @@ package generic
 import (
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -137,6 +138,77 @@ func TestEndpointSliceGeneration(t *testing.T) {
 		}
 		if g := updated.(*discoveryv1.EndpointSlice).Generation; g != step.want {
 			t.Errorf("slice after %s: generation %d, want %d", step.what, g, step.want)
+		}
+	}
+}
+
+// A webhook configuration has no spec; kube's strategies count changes to its webhooks as
+// its generation, and nothing else.
+func TestWebhookConfigurationGeneration(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	none := admissionregistrationv1.SideEffectClassNone
+	url := "https://hook.example.invalid/"
+	webhook := func(name string) admissionregistrationv1.ValidatingWebhook {
+		return admissionregistrationv1.ValidatingWebhook{Name: name, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url}}
+	}
+	for _, kind := range []struct {
+		resource string
+		object   func(hooks ...admissionregistrationv1.ValidatingWebhook) runtime.Object
+		add      func(obj runtime.Object, hook admissionregistrationv1.ValidatingWebhook)
+	}{
+		{"validatingwebhookconfigurations", func(hooks ...admissionregistrationv1.ValidatingWebhook) runtime.Object {
+			return &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hooks", Generation: 5}, Webhooks: hooks}
+		}, func(obj runtime.Object, hook admissionregistrationv1.ValidatingWebhook) {
+			c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+			c.Webhooks = append(c.Webhooks, hook)
+		}},
+		{"mutatingwebhookconfigurations", func(hooks ...admissionregistrationv1.ValidatingWebhook) runtime.Object {
+			c := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hooks", Generation: 5}}
+			for _, h := range hooks {
+				c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{Name: h.Name, SideEffects: h.SideEffects,
+					AdmissionReviewVersions: h.AdmissionReviewVersions, ClientConfig: h.ClientConfig})
+			}
+			return c
+		}, func(obj runtime.Object, h admissionregistrationv1.ValidatingWebhook) {
+			c := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
+			c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{Name: h.Name, SideEffects: h.SideEffects,
+				AdmissionReviewVersions: h.AdmissionReviewVersions, ClientConfig: h.ClientConfig})
+		}},
+	} {
+		res, ok := s.reg.Lookup(admissionregistrationv1.SchemeGroupVersion.WithResource(kind.resource))
+		if !ok {
+			t.Fatalf("no %s", kind.resource)
+		}
+		created, err := s.Create(ctx, res, kind.object(webhook("a.example.com")), CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		generation := func(obj runtime.Object) int64 { return obj.(metav1.Object).GetGeneration() }
+		if g := generation(created); g != 1 {
+			t.Errorf("created %s: generation %d, want 1", kind.resource, g)
+		}
+		for _, step := range []struct {
+			what   string
+			change func(runtime.Object)
+			want   int64
+		}{
+			{"a label added", func(obj runtime.Object) { obj.(metav1.Object).SetLabels(map[string]string{"a": "b"}) }, 1},
+			{"a webhook added", func(obj runtime.Object) { kind.add(obj, webhook("b.example.com")) }, 2},
+			{"nothing changed", func(runtime.Object) {}, 2},
+		} {
+			updated, err := s.Update(ctx, res, "", "hooks", UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+				obj := cur.DeepCopyObject()
+				step.change(obj)
+				return obj, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := generation(updated); g != step.want {
+				t.Errorf("%s after %s: generation %d, want %d", kind.resource, step.what, g, step.want)
+			}
 		}
 	}
 }
