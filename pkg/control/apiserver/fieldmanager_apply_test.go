@@ -55,7 +55,11 @@ func TestApplyErrorsAsKubeAPIServer(t *testing.T) {
 		{"another name", applyYAML, cms + "cfg?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n",
 			400, metav1.StatusReasonBadRequest, "the name of the object (other) does not match the name on the URL (cfg)"},
 		{"no name, creating", applyYAML, cms + "nameless?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\ndata: {x: \"1\"}\n",
-			400, metav1.StatusReasonBadRequest, "the name of the object () does not match the name on the URL (nameless)"},
+			400, metav1.StatusReasonBadRequest, "the name of the object (nameless based on URL) was undeterminable: name must be provided"},
+		{"a merge patch removing the name", "application/merge-patch+json", cms + "cfg", `{"metadata":{"name":null}}`,
+			400, metav1.StatusReasonBadRequest, "the name of the object (cfg based on URL) was undeterminable: name must be provided"},
+		{"a strategic merge patch replacing the object by one without a name", "application/strategic-merge-patch+json", cms + "cfg", `{"$patch":"replace","data":{}}`,
+			400, metav1.StatusReasonBadRequest, "the name of the object (cfg based on URL) was undeterminable: name must be provided"},
 		{"a uid, creating", applyYAML, cms + "new?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new, uid: abc}\n",
 			409, metav1.StatusReasonConflict, `Operation cannot be fulfilled on configmaps "new": uid mismatch: the provided object specified uid abc, and no existing object was found`},
 		{"a conflict and a duplicate field", applyYAML, cms + "cfg?fieldManager=b&fieldValidation=Strict", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {x: \"2\", x: \"2\"}\n",
@@ -427,6 +431,31 @@ func TestCSRManagedFieldsAsKube(t *testing.T) {
 		}
 		if entry == nil || entry.Subresource != "approval" || entry.FieldsV1 == nil || !strings.Contains(string(entry.FieldsV1.Raw), `"k:{\"type\":\"Approved\"}"`) {
 			t.Errorf("%s: the approver's entry %+v, want subresource approval owning the Approved condition", name, entry)
+		}
+	}
+}
+
+// An update whose object has no name is refused, not given the URL's name, as
+// kube-apiserver's checkName does (handlers/rest.go), a Scale's too.
+func TestNamelessUpdateRefused(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	if w := patchAs(h, applyYAML, "/api/v1/namespaces/default/configmaps/cfg?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n"); w.Code != http.StatusCreated {
+		t.Fatalf("apply creating cfg: %d %s", w.Code, w.Body)
+	}
+	for _, tc := range []struct {
+		path string
+		body any
+		want string
+	}{
+		{"/api/v1/namespaces/default/configmaps/cfg", &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, Data: map[string]string{"a": "b"}},
+			"the name of the object (cfg based on URL) was undeterminable: name must be provided"},
+		{"/apis/apps/v1/namespaces/default/deployments/web/scale", &autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"}, Spec: autoscalingv1.ScaleSpec{Replicas: 1}},
+			"the name of the object (web based on URL) was undeterminable: name must be provided"},
+	} {
+		w := do(t, h, "PUT", tc.path, tc.body)
+		if st := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusBadRequest || st.Message != tc.want {
+			t.Errorf("PUT %s without a name: %d %q, want 400 %q", tc.path, w.Code, st.Message, tc.want)
 		}
 	}
 }

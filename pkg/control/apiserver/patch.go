@@ -92,8 +92,8 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 			return nil, err
 		}
 		owner.Applied = mustMeta(merged).GetManagedFields()
-		if name := mustMeta(merged).GetName(); name != info.Name { // an empty one too, unlike checkNames
-			return nil, nameMismatch(name, info.Name)
+		if err := checkName(mustMeta(merged).GetName(), info.Name); err != nil {
+			return nil, err
 		}
 		return merged, checkNames(res, merged, info)
 	}

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
@@ -112,8 +111,8 @@ func decodeScale(w http.ResponseWriter, r *http.Request, info requestInfo) (*aut
 }
 
 func checkScaleNames(scale *autoscalingv1.Scale, info requestInfo) error {
-	if scale.Name != "" && scale.Name != info.Name {
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, info.Name))
+	if err := checkName(scale.Name, info.Name); err != nil {
+		return err
 	}
 	if scale.Namespace != "" && scale.Namespace != info.Namespace {
 		return namespaceMismatch()

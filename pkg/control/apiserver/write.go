@@ -79,19 +79,20 @@ func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) er
 		m.SetNamespace("")
 	}
 	if info.Name != "" && info.Subresource == "" || info.Subresource == "status" || info.Subresource == "finalize" || info.Subresource == "approval" || info.Subresource == "ephemeralcontainers" || info.Subresource == "resize" {
-		switch m.GetName() {
-		case "":
-			m.SetName(info.Name)
-		case info.Name:
-		default:
-			return nameMismatch(m.GetName(), info.Name)
-		}
+		return checkName(m.GetName(), info.Name)
 	}
 	return nil
 }
 
-// nameMismatch is kube-apiserver's refusal of an object whose name is not the URL's.
-func nameMismatch(name, urlName string) error {
+// checkName is kube-apiserver's refusal of an object whose name is not the URL's; an
+// update's object must name itself (kube's checkName), the URL does not fill it in.
+func checkName(name, urlName string) error {
+	switch name {
+	case urlName:
+		return nil
+	case "":
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", urlName))
+	}
 	return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, urlName))
 }
 
