@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,11 +42,24 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	obj, err := s.objects.Delete(r.Context(), res, info.Namespace, info.Name, opts)
+	obj, removed, err := s.objects.Delete(r.Context(), res, info.Namespace, info.Name, opts)
 	if err != nil {
 		return err
 	}
-	return s.respond(w, r, res, http.StatusOK, obj)
+	code := http.StatusOK
+	if !removed && opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck // kube's handler still answers the deprecated field
+		code = http.StatusAccepted
+	}
+	if !removed || res.Rules.ReturnDeletedObject {
+		return s.respond(w, r, res, code, obj)
+	}
+	// Gone: a Status naming it, its kind given as the resource (kube's finalizeDelete).
+	m := mustMeta(obj)
+	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{Name: m.GetName(), Group: res.Group, Kind: res.Resource, UID: m.GetUID()}}
+	filters.AuditResponse(r.Context(), st, res.GVK().GroupVersion())
+	responsewriters.WriteJSON(w, code, st)
+	return nil
 }
 
 func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {

@@ -201,7 +201,7 @@ func (s *Server) writeKubernetesEndpoints(ctx context.Context, ips []netip.Addr)
 	})
 	if apierrors.IsInvalid(err) { // the address family changed: addressType is immutable
 		res, _ := s.reg.Lookup(gvr)
-		if _, err = s.objects.Delete(ctx, res, slice.Namespace, slice.Name, metav1.DeleteOptions{}); err == nil {
+		if _, _, err = s.objects.Delete(ctx, res, slice.Namespace, slice.Name, metav1.DeleteOptions{}); err == nil {
 			err = s.ensure(ctx, gvr, slice, nil)
 		}
 	}

@@ -49,7 +49,7 @@ func TestServiceClusterIPsAreIPAddresses(t *testing.T) {
 	clusterIP := obj.(*corev1.Service).Spec.ClusterIP
 	expect(clusterIP, "web")
 	ips, _ := s.reg.Lookup(ipGVR)
-	if _, err := s.objects.Delete(ctx, svcs, "default", "web", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := s.objects.Delete(ctx, svcs, "default", "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.objects.Get(ctx, ips, "", clusterIP); !apierrors.IsNotFound(err) {

@@ -139,6 +139,10 @@ type Rules struct {
 	// never negative), or false for a kind deleted without one; a graceful object is stored
 	// marked first, even with 0 (kube's CheckGracefulDelete).
 	GracefulDelete func(obj runtime.Object, requested *int64) (int64, bool)
+	// ReturnDeletedObject: a DELETE that removes the object at once answers with the object,
+	// not with a Status naming it (kube's store option of that name, set by the storage of
+	// pods, services, namespaces, volumes and claims, and a few more).
+	ReturnDeletedObject bool
 	// RefuseDelete, when set, refuses a DELETE of the named object before anything else, as
 	// kube's PriorityClass REST refuses the system priority classes (a deletion of the
 	// collection is not asked, as kube's store does not ask).

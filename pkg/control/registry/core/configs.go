@@ -191,6 +191,7 @@ func validateSecret(s *corev1.Secret) field.ErrorList {
 }
 
 var ServiceAccountRules = registry.Rules{
+	ReturnDeletedObject: true,
 	// kube's warnIfHasEnforceMountableSecretsAnnotation: the annotation (which admission's
 	// serviceaccount plugin enforces) is deprecated, warned of when a write sets it.
 	Warnings: func(obj, old runtime.Object) []string {

@@ -16,7 +16,8 @@ import (
 const NamespaceFinalizer corev1.FinalizerName = "kubernetes"
 
 var NamespaceRules = registry.Rules{
-	NoDeleteCollection: true,
+	ReturnDeletedObject: true,
+	NoDeleteCollection:  true,
 	Default: func(obj runtime.Object) {
 		ns := obj.(*corev1.Namespace)
 		if ns.Status.Phase == "" {

@@ -35,6 +35,7 @@ import (
 )
 
 var PodRules = registry.Rules{
+	ReturnDeletedObject: true,
 	// A pod's generation counts its spec's changes and its graceful deletion, as kube's
 	// pod strategy (GA in 1.35); minilet reports the one it acted on as observedGeneration.
 	Generation: true,

@@ -14,6 +14,7 @@ import (
 // defaulted and validated as the templates of the workload kinds are, with any restart
 // policy a pod may have.
 var PodTemplateRules = registry.Rules{
+	ReturnDeletedObject: true,
 	// Its generation counts changes to the template, as kube's podTemplateStrategy does.
 	GenerationChanged: func(obj, old runtime.Object) bool {
 		return !equality.Semantic.DeepEqual(obj.(*corev1.PodTemplate).Template, old.(*corev1.PodTemplate).Template)

@@ -23,7 +23,8 @@ import (
 )
 
 var ResourceQuotaRules = registry.Rules{
-	PrepareCreate: func(obj runtime.Object) { obj.(*corev1.ResourceQuota).Status = corev1.ResourceQuotaStatus{} },
+	ReturnDeletedObject: true,
+	PrepareCreate:       func(obj runtime.Object) { obj.(*corev1.ResourceQuota).Status = corev1.ResourceQuotaStatus{} },
 	Default: func(obj runtime.Object) {
 		q := obj.(*corev1.ResourceQuota)
 		for _, l := range []corev1.ResourceList{q.Spec.Hard, q.Status.Hard, q.Status.Used} {

@@ -29,6 +29,7 @@ import (
 const maxClientIPAffinitySeconds = 86400
 
 var ServiceRules = registry.Rules{
+	ReturnDeletedObject: true,
 	PrepareCreate: func(obj runtime.Object) {
 		svc := obj.(*corev1.Service)
 		svc.Status = corev1.ServiceStatus{}

@@ -52,7 +52,8 @@ var nodeLabelsGoneGA = func() conversion.Equalities {
 }()
 
 var PersistentVolumeRules = registry.Rules{
-	Warnings: func(obj, _ runtime.Object) []string { return persistentVolumeWarnings(obj.(*corev1.PersistentVolume)) },
+	ReturnDeletedObject: true,
+	Warnings:            func(obj, _ runtime.Object) []string { return persistentVolumeWarnings(obj.(*corev1.PersistentVolume)) },
 	Default: func(obj runtime.Object) {
 		pv := obj.(*corev1.PersistentVolume)
 		if pv.Status.Phase == "" {
@@ -153,6 +154,7 @@ func validateMountOptionAnnotation(pv *corev1.PersistentVolume) field.ErrorList 
 }
 
 var PersistentVolumeClaimRules = registry.Rules{
+	ReturnDeletedObject: true,
 	// kube's GetWarningsForPersistentVolumeClaim
 	Warnings: func(obj, _ runtime.Object) []string {
 		pvc := obj.(*corev1.PersistentVolumeClaim)

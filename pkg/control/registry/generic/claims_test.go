@@ -59,7 +59,7 @@ func TestServiceWritesHoldExactlyWhatIsStored(t *testing.T) {
 		t.Fatalf("dry run: %v", err)
 	}
 	held("after a dry run", 1, 1)
-	if _, err := s.Delete(ctx, res, "default", "web", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := s.Delete(ctx, res, "default", "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	held("after the delete", 0, 0)

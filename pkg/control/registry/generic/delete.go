@@ -21,11 +21,12 @@ import (
 // Delete removes an object the Kubernetes way: preconditions first, then admission; a
 // graceful kind (a running pod) or an object with finalizers is only marked with
 // deletionTimestamp, and goes away when its grace period is cut to zero and its finalizers
-// are gone.
-func (s *Store) Delete(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions) (runtime.Object, error) {
+// are gone. removed tells an object gone (for a dry run, one that would be) from one
+// that is still there, marked.
+func (s *Store) Delete(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions) (obj runtime.Object, removed bool, err error) {
 	if refuse := res.Rules.RefuseDelete; refuse != nil {
 		if err := refuse(name); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	warnOrphaning(ctx, res, opts)
@@ -42,7 +43,7 @@ func warnOrphaning(ctx context.Context, res *registry.Resource, opts metav1.Dele
 
 // delete is Delete, with the admission of the deletion unless the caller admitted the
 // write it is part of (an eviction).
-func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions, admit bool) (runtime.Object, error) {
+func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions, admit bool) (_ runtime.Object, removed bool, _ error) {
 	dry := len(opts.DryRun) > 0
 	key := Key(res, ns, name)
 	var marked runtime.Object // as this request stored it, marked to go at once
@@ -50,37 +51,37 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
 		obj, kv, err := s.current(ctx, res, name, key)
 		if marked != nil && apierrors.IsNotFound(err) {
-			return marked, nil // someone else completed the deletion
+			return marked, true, nil // someone else completed the deletion
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := deletePreconditions(res, obj, opts.Preconditions); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		// Asked again while the kind's own finalizers hold it, it is returned as it is, as
 		// kube's namespace storage does (a 409 until Kubernetes 1.17).
 		if MustMeta(obj).GetDeletionTimestamp() != nil && res.Rules.Finalizing != nil && res.Rules.Finalizing(obj) {
-			return obj, nil
+			return obj, false, nil
 		}
 		mark := false
 		if !goes {
 			marking := obj.DeepCopyObject()
 			graceful, pending := beforeDelete(res, marking, opts.GracePeriodSeconds)
 			if pending { // left as it is, unadmitted, as kube's store leaves it
-				return obj, nil
+				return obj, false, nil
 			}
 			_, gcChanged := collectorFinalizers(res, MustMeta(marking), opts)
 			mark = graceful || gcChanged || finalizing(res, obj) || marksDeleted(res, obj)
 		}
 		// Admitted for the mark and again for the removal, as kube's deleteValidation is.
 		if err := s.admitDelete(ctx, res, obj, admit, dry); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if mark {
 			out, now, err := s.markForDeletion(ctx, res, ns, name, opts, dry)
 			if err != nil || !now || dry && out != nil {
-				return out, err
+				return out, now && err == nil, err
 			}
 			// Nothing holds it: it goes now, the version this request stored being the one
 			// its precondition meant.
@@ -91,7 +92,7 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 			continue
 		}
 		if dry {
-			return obj, nil
+			return obj, true, nil
 		}
 		_, _, err = s.store.Delete(ctx, key, kv.Revision)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
@@ -100,9 +101,9 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 		if err == nil {
 			s.release(ctx, res, nil, obj, false)
 		}
-		return obj, err
+		return obj, err == nil, err
 	}
-	return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
+	return nil, false, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
 }
 
 // admitDelete runs admission on the deletion of obj, unless the caller admitted the write
@@ -184,7 +185,7 @@ func (s *Store) DeleteCollection(ctx context.Context, res *registry.Resource, ns
 			continue
 		}
 		m := MustMeta(obj)
-		out, err := s.delete(ctx, res, m.GetNamespace(), m.GetName(), opts, true)
+		out, _, err := s.delete(ctx, res, m.GetNamespace(), m.GetName(), opts, true)
 		if apierrors.IsNotFound(err) {
 			continue
 		}

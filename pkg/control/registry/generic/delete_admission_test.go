@@ -44,7 +44,7 @@ func TestDeleteAdmittedForMarkAndRemoval(t *testing.T) {
 	del := func(res string, name string, grace *int64) {
 		t.Helper()
 		r := map[string]*registry.Resource{"pods": pods, "configmaps": cms}[res]
-		if _, err := s.Delete(ctx, r, "default", name, metav1.DeleteOptions{GracePeriodSeconds: grace}); err != nil {
+		if _, _, err := s.Delete(ctx, r, "default", name, metav1.DeleteOptions{GracePeriodSeconds: grace}); err != nil {
 			t.Fatal(err)
 		}
 	}

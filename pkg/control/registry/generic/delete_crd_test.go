@@ -42,7 +42,7 @@ func TestCRDCleanupFinalizerAddedOnDelete(t *testing.T) {
 		{apiextensionsv1.CustomResourceCleanupFinalizer},
 		{apiextensionsv1.CustomResourceCleanupFinalizer, metav1.FinalizerDeleteDependents},
 	} {
-		out, err := s.Delete(ctx, crds, "", crd.Name, foreground)
+		out, _, err := s.Delete(ctx, crds, "", crd.Name, foreground)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func TestDeleteSetsCollectorFinalizers(t *testing.T) {
 		if policy != "" {
 			opts.PropagationPolicy = &policy
 		}
-		out, err := s.Delete(ctx, cms, "default", name, opts)
+		out, _, err := s.Delete(ctx, cms, "default", name, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestDeleteJobOrphansByDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, err := s.Delete(ctx, jobs, "default", "plain", metav1.DeleteOptions{})
+	out, _, err := s.Delete(ctx, jobs, "default", "plain", metav1.DeleteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestDeleteJobOrphansByDefault(t *testing.T) {
 		t.Errorf("warnings %q, want %q", w, want)
 	}
 	w = nil
-	out, err = s.Delete(ctx, jobs, "default", "background", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+	out, _, err = s.Delete(ctx, jobs, "default", "background", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 	if err != nil || len(MustMeta(out).GetFinalizers()) != 0 || len(w) != 0 {
 		t.Errorf("job deleted in the background: %v, finalizers %v, warnings %q", err, MustMeta(out).GetFinalizers(), w)
 	}
@@ -110,7 +110,7 @@ func TestDeleteEventSetsNoCollectorFinalizer(t *testing.T) {
 	if _, err := s.Create(ctx, events, ev, CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Delete(ctx, events, "default", "e", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+	if _, _, err := s.Delete(ctx, events, "default", "e", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Get(ctx, Key(events, "default", "e")); !errors.Is(err, store.ErrNotFound) {

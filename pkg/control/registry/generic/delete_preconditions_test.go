@@ -38,12 +38,12 @@ func TestDeletePreconditionWords(t *testing.T) {
 			t.Errorf("%s: %v, want 409 %q", what, err, want)
 		}
 	}
-	_, err = s.Delete(ctx, pods, "default", "a", wrongUID)
+	_, _, err = s.Delete(ctx, pods, "default", "a", wrongUID)
 	check("pod", err, `Operation cannot be fulfilled on Pod "a": the UID in the precondition (nope) does not match the UID in record (`+string(MustMeta(created).GetUID())+`). The object might have been deleted and then recreated`)
 	err = s.Evict(ctx, pods, "default", "a", &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "a"}, DeleteOptions: &oldVersion}, false)
 	check("eviction", err, `Operation cannot be fulfilled on Pod "a": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record (`+MustMeta(created).GetResourceVersion()+`). The object might have been modified`)
-	_, err = s.Delete(ctx, cms, "default", "cfg", oldVersion)
+	_, _, err = s.Delete(ctx, cms, "default", "cfg", oldVersion)
 	check("configmap", err, `Operation cannot be fulfilled on ConfigMap "cfg": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record (`+MustMeta(cm).GetResourceVersion()+`). The object might have been modified`)
-	_, err = s.Delete(ctx, nss, "", "team", wrongUID)
+	_, _, err = s.Delete(ctx, nss, "", "team", wrongUID)
 	check("namespace", err, `Operation cannot be fulfilled on namespaces "team": Precondition failed: UID in precondition: nope, UID in object meta: `+string(MustMeta(ns).GetUID()))
 }

@@ -66,7 +66,7 @@ func TestGenerationOnlyForKindsThatTrackIt(t *testing.T) {
 		t.Errorf("deployment status written with a new annotation: generation %d, want 3", g)
 	}
 	foreground := metav1.DeletePropagationForeground
-	deleted, err := s.Delete(ctx, deployments, "default", "a", metav1.DeleteOptions{PropagationPolicy: &foreground})
+	deleted, _, err := s.Delete(ctx, deployments, "default", "a", metav1.DeleteOptions{PropagationPolicy: &foreground})
 	if err != nil {
 		t.Fatal(err)
 	}

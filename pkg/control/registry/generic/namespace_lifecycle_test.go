@@ -26,7 +26,7 @@ func TestCreateInTerminatingNamespace(t *testing.T) {
 	if _, err := s.Create(ctx, pods, p, CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cause := metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Message: "namespace going is being terminated", Field: "metadata.namespace"}
@@ -62,7 +62,7 @@ func TestImmortalNamespaces(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"default", "kube-system", "kube-public"} {
-		_, err := s.Delete(ctx, nss, "", name, metav1.DeleteOptions{})
+		_, _, err := s.Delete(ctx, nss, "", name, metav1.DeleteOptions{})
 		if want := `namespaces "` + name + `" is forbidden: this namespace may not be deleted`; !apierrors.IsForbidden(err) || err.Error() != want {
 			t.Errorf("delete %s: %v, want %q", name, err, want)
 		}
@@ -70,7 +70,7 @@ func TestImmortalNamespaces(t *testing.T) {
 			t.Errorf("%s after the refused delete: %v", name, err)
 		}
 	}
-	if _, err := s.Delete(ctx, nss, "", "other", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := s.Delete(ctx, nss, "", "other", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete other: %v", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestImmortalNamespaces(t *testing.T) {
 func TestTerminatingNamespaceStatus(t *testing.T) {
 	s, _, nss := storeWithNamespace(t, "going")
 	ctx := t.Context()
-	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, nss, "", "going")
@@ -110,14 +110,14 @@ func TestTerminatingNamespaceStatus(t *testing.T) {
 func TestDeletingANamespaceAgain(t *testing.T) {
 	s, _, nss := storeWithNamespace(t, "going")
 	ctx := t.Context()
-	first, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{})
+	first, _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m := MustMeta(first); m.GetDeletionTimestamp() == nil || m.GetDeletionGracePeriodSeconds() != nil {
 		t.Errorf("marked namespace: timestamp %v, grace %v; want a timestamp and no grace period", m.GetDeletionTimestamp(), m.GetDeletionGracePeriodSeconds())
 	}
-	again, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{})
+	again, _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{})
 	if err != nil {
 		t.Fatalf("second deletion: %v, want the namespace", err)
 	}

@@ -166,7 +166,7 @@ func (s *Store) Evict(ctx context.Context, pods *registry.Resource, ns, name str
 			return err
 		}
 	}
-	_, err = s.delete(ctx, pods, ns, name, opts, false)
+	_, _, err = s.delete(ctx, pods, ns, name, opts, false)
 	return err
 }
 

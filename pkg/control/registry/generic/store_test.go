@@ -100,7 +100,7 @@ func TestAdmissionHooks(t *testing.T) {
 	if err := s.Bind(ctx, pods, "default", "a", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-1"}}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Delete(ctx, pods, "default", "a", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+	if _, _, err := s.Delete(ctx, pods, "default", "a", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
 	// The deletion with no grace marks the pod, then removes it: admitted for each.
@@ -148,7 +148,7 @@ func TestUpdateConflictsAndFinalizers(t *testing.T) {
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("update with a stale resourceVersion: %v, want a conflict", err)
 	}
-	marked, err := s.Delete(ctx, cms, "default", "c", metav1.DeleteOptions{})
+	marked, _, err := s.Delete(ctx, cms, "default", "c", metav1.DeleteOptions{})
 	if err != nil || MustMeta(marked).GetDeletionTimestamp() == nil {
 		t.Fatalf("delete of a finalized object: %v, %v", marked, err)
 	}
@@ -184,7 +184,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if _, err := s.Create(ctx, pods, p, CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p = pod("b")
@@ -238,7 +238,7 @@ func TestCreateTracksTheRequestBeforeAdmission(t *testing.T) {
 func TestNamespaceFinalizersOnlyThroughFinalize(t *testing.T) {
 	s, st, nss := storeWithNamespace(t, "going")
 	ctx := t.Context()
-	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
+	if _, _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	drop := func(cur runtime.Object) (runtime.Object, error) {

@@ -28,9 +28,10 @@ import (
 // claim, and the scheduler leaves a pod naming one pending.
 
 var DeviceClassRules = registry.Rules{
-	Generation: true,
-	Validate:   func(obj runtime.Object) field.ErrorList { return validateDeviceClass(obj.(*resourcev1.DeviceClass)) },
-	Table:      registry.DefaultTable, // kubectl shows NAME AGE
+	ReturnDeletedObject: true,
+	Generation:          true,
+	Validate:            func(obj runtime.Object) field.ErrorList { return validateDeviceClass(obj.(*resourcev1.DeviceClass)) },
+	Table:               registry.DefaultTable, // kubectl shows NAME AGE
 }
 
 func validateDeviceClass(c *resourcev1.DeviceClass) field.ErrorList {
@@ -45,7 +46,8 @@ func validateDeviceClass(c *resourcev1.DeviceClass) field.ErrorList {
 }
 
 var ResourceClaimRules = registry.Rules{
-	Default: func(obj runtime.Object) { defaultDeviceClaim(&obj.(*resourcev1.ResourceClaim).Spec.Devices) },
+	ReturnDeletedObject: true,
+	Default:             func(obj runtime.Object) { defaultDeviceClaim(&obj.(*resourcev1.ResourceClaim).Spec.Devices) },
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*resourcev1.ResourceClaim).Status = resourcev1.ResourceClaimStatus{}
 	},
@@ -120,6 +122,7 @@ func validateResourceClaimStatus(c, old *resourcev1.ResourceClaim) field.ErrorLi
 }
 
 var ResourceClaimTemplateRules = registry.Rules{
+	ReturnDeletedObject: true,
 	Default: func(obj runtime.Object) {
 		defaultDeviceClaim(&obj.(*resourcev1.ResourceClaimTemplate).Spec.Spec.Devices)
 	},
@@ -288,7 +291,8 @@ func validateDeviceConfigs(n int, config func(i int) resourcev1.DeviceConfigurat
 }
 
 var ResourceSliceRules = registry.Rules{
-	Generation: true,
+	ReturnDeletedObject: true,
+	Generation:          true,
 	Validate: func(obj runtime.Object) field.ErrorList {
 		s := obj.(*resourcev1.ResourceSlice)
 		return append(registry.ValidateMeta(s, false, validation.NameIsDNSSubdomain), validateResourceSliceSpec(&s.Spec)...)

@@ -28,7 +28,8 @@ import (
 // attaches any (a pod with a csi volume is warned of at create).
 
 var CSIDriverRules = registry.Rules{
-	Default: func(obj runtime.Object) { defaultCSIDriver(obj.(*storagev1.CSIDriver)) },
+	ReturnDeletedObject: true,
+	Default:             func(obj runtime.Object) { defaultCSIDriver(obj.(*storagev1.CSIDriver)) },
 	// preventPodSchedulingIfMissing is behind the VolumeLimitScaling gate, off in v1.36.
 	PrepareCreate: func(obj runtime.Object) { obj.(*storagev1.CSIDriver).Spec.PreventPodSchedulingIfMissing = nil },
 	PrepareUpdate: func(obj, old runtime.Object) {
@@ -189,6 +190,7 @@ const (
 )
 
 var VolumeAttachmentRules = registry.Rules{
+	ReturnDeletedObject: true,
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*storagev1.VolumeAttachment).Status = storagev1.VolumeAttachmentStatus{}
 	},
@@ -331,7 +333,8 @@ func validateCSIStorageCapacity(c *storagev1.CSIStorageCapacity, allowInvalidLab
 const csiNodeIDMaxLength = 256
 
 var CSINodeRules = registry.Rules{
-	Validate: func(obj runtime.Object) field.ErrorList { return validateCSINode(obj.(*storagev1.CSINode)) },
+	ReturnDeletedObject: true,
+	Validate:            func(obj runtime.Object) field.ErrorList { return validateCSINode(obj.(*storagev1.CSINode)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		n, o := obj.(*storagev1.CSINode), old.(*storagev1.CSINode)
 		errs := validateCSINode(n)

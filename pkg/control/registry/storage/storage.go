@@ -40,6 +40,7 @@ const (
 )
 
 var StorageClassRules = registry.Rules{
+	ReturnDeletedObject: true,
 	// kube's GetWarningsForStorageClass: deprecated node labels in allowedTopologies.
 	Warnings: func(obj, _ runtime.Object) []string {
 		var out []string
@@ -209,6 +210,7 @@ func validateParameters(params map[string]string, allowEmpty bool, path *field.P
 }
 
 var VolumeAttributesClassRules = registry.Rules{
+	ReturnDeletedObject: true,
 	Validate: func(obj runtime.Object) field.ErrorList {
 		return validateVolumeAttributesClass(obj.(*storagev1.VolumeAttributesClass))
 	},
