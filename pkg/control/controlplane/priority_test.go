@@ -7,8 +7,10 @@ import (
 
 // TestPriorityAdmission: a pod's priorityClassName becomes spec.priority and
 // preemptionPolicy at create (even a class created a moment before), a pod naming no class
-// gets the globalDefault one, a missing
-// class and a contradicting spec.priority are refused with Kubernetes' messages.
+// gets the globalDefault one (in a namespace whose LimitRange defaults its containers: the
+// LimitRanger's defaulting set priority 0 before the Priority plugin ran, which then refused
+// every pod), a missing class and a contradicting spec.priority are refused with
+// Kubernetes' messages.
 func TestPriorityAdmission(t *testing.T) {
 	c := startCluster(t)
 	c.mustKubectl(t, `apiVersion: scheduling.k8s.io/v1
@@ -22,6 +24,11 @@ kind: PriorityClass
 metadata: {name: fallback}
 value: 7
 globalDefault: true
+---
+apiVersion: v1
+kind: LimitRange
+metadata: {name: defaults}
+spec: {limits: [{type: Container, default: {cpu: 100m}}]}
 `, "apply", "-f", "-")
 	pod := func(name, extra string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n" + extra +

@@ -12,7 +12,6 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
-	"github.com/minik8s/minik8s/pkg/poddefaults"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,12 +90,9 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 	if err != nil {
 		return err
 	}
-	if len(items) > 0 {
-		// A limit without a request requests the limit: the API's defaulting, which
-		// kube-apiserver does before admission and minik8s after it, must not be
-		// overtaken by a defaultRequest.
-		poddefaults.Pod(pod)
-	}
+	// A limit without a request already requests the limit: the API's defaulting of the
+	// request came first (generic.Store's trackRequest), as in kube-apiserver, so a
+	// defaultRequest does not overtake it.
 	for _, lr := range items {
 		defaults := defaultRequirements(lr)
 		mergeDefaults(pod, &defaults)

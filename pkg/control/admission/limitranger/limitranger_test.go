@@ -7,6 +7,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/poddefaults"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -27,6 +28,7 @@ func TestDefaultsAndAnnotation(t *testing.T) {
 	}}}}
 	p := start(t, lr)
 	pd := pod("web", corev1.Container{Name: "app"}, corev1.Container{Name: "side", Resources: corev1.ResourceRequirements{Limits: admissiontest.ResourceList("cpu", "2")}})
+	poddefaults.Pod(pd) // the request's defaulting, which comes before admission
 	if err := p.Admit(context.Background(), admissiontest.Attrs(t, generic.Create, podsGVR, "", pd, nil)); err != nil {
 		t.Fatal(err)
 	}
