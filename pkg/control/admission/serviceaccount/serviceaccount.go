@@ -247,28 +247,34 @@ func automount(sa *corev1.ServiceAccount, pod *corev1.Pod) bool {
 	return true
 }
 
-// mountToken adds the kube-api-access volume (unless the pod already has one) and mounts
-// it in every container that has nothing at MountPath.
+// mountToken mounts the kube-api-access volume in every container that has nothing at
+// MountPath, and adds the volume when one does, unless the pod has one already (by its
+// name's prefix, the first, as kube's plugin finds it).
 func mountToken(pod *corev1.Pod) {
-	name := ""
+	name, has := "", false
 	for _, v := range pod.Spec.Volumes {
-		if strings.HasPrefix(v.Name, VolumePrefix) && v.Projected != nil {
-			name = v.Name // already there (the pod was made from one that had it)
+		if strings.HasPrefix(v.Name, VolumePrefix) {
+			name, has = v.Name, true // the pod was made from one that had it
+			break
 		}
 	}
-	if name == "" {
+	if !has {
 		name = VolumePrefix + utilrand.String(5)
-		pod.Spec.Volumes = append(pod.Spec.Volumes, Volume(name))
 	}
+	needed := false
 	mount := func(cs []corev1.Container) {
 		for i := range cs {
 			if !mountsAt(cs[i].VolumeMounts, MountPath) {
 				cs[i].VolumeMounts = append(cs[i].VolumeMounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: MountPath})
+				needed = true
 			}
 		}
 	}
 	mount(pod.Spec.InitContainers)
 	mount(pod.Spec.Containers)
+	if needed && !has {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, Volume(name))
+	}
 }
 
 func mountsAt(mounts []corev1.VolumeMount, path string) bool {

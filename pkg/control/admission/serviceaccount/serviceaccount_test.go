@@ -58,6 +58,27 @@ func TestDefaultAccountAndTokenVolume(t *testing.T) {
 	}
 }
 
+// Containers that all mount something of their own at the token's path need no token
+// volume, and get none, as kube's plugin adds it only when a container mounts it.
+func TestNoTokenVolumeWhenEveryContainerMountsItsOwn(t *testing.T) {
+	p := start(t, account("default", nil))
+	pd := pod("web", "")
+	own := []corev1.VolumeMount{{Name: "own", MountPath: MountPath}}
+	pd.Spec.InitContainers[0].VolumeMounts, pd.Spec.Containers[0].VolumeMounts = own, own
+	pd.Spec.Volumes = []corev1.Volume{{Name: "own", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	if err := admit(t, p, pd); err != nil {
+		t.Fatal(err)
+	}
+	if len(pd.Spec.Volumes) != 1 || pd.Spec.Volumes[0].Name != "own" {
+		t.Errorf("volumes %+v, want only the pod's own", pd.Spec.Volumes)
+	}
+	for _, c := range append(pd.Spec.InitContainers, pd.Spec.Containers...) {
+		if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].Name != "own" {
+			t.Errorf("container %s mounts %+v, want only its own", c.Name, c.VolumeMounts)
+		}
+	}
+}
+
 func TestAutomountOptOuts(t *testing.T) {
 	p := start(t, account("quiet", ptr.To(false)), account("loud", nil))
 	for _, tc := range []struct {
