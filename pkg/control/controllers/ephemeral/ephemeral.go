@@ -133,7 +133,15 @@ func (c *Controller) ensureClaim(ctx context.Context, pod *corev1.Pod, v *corev1
 		},
 		Spec: template.Spec,
 	}
-	if _, err := c.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+	_, err = c.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Created by this pod's last sync, before the informer saw it (the scheduler's status
+		// write queues the pod again at once): whose it is, the API says.
+		if pvc, getErr := c.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{}); getErr == nil {
+			return ephemeral.VolumeIsForPod(pod, pvc)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("create PVC %s: %w", name, err)
 	}
 	return nil
