@@ -35,9 +35,9 @@ type Reviews struct {
 // (kube-apiserver's authorization.k8s.io/v1 and authentication.k8s.io/v1).
 func (rv *Reviews) Extensions() []apiserver.Extension {
 	create := metav1.Verbs{"create"}
-	authn := []metav1.APIResource{{Name: "selfsubjectreviews", Kind: ssrKind.Kind, Verbs: create}}
+	authn := []metav1.APIResource{{Name: "selfsubjectreviews", SingularName: "selfsubjectreview", Kind: ssrKind.Kind, Verbs: create}}
 	if rv.Tokens != nil {
-		authn = append(authn, metav1.APIResource{Name: "tokenreviews", Kind: trKind.Kind, Verbs: create})
+		authn = append(authn, metav1.APIResource{Name: "tokenreviews", SingularName: "tokenreview", Kind: trKind.Kind, Verbs: create})
 	}
 	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rv.Match(w, r) {
@@ -46,10 +46,10 @@ func (rv *Reviews) Extensions() []apiserver.Extension {
 	})
 	return []apiserver.Extension{
 		{GroupVersion: authzv1.SchemeGroupVersion, Handler: serve, Resources: []metav1.APIResource{
-			{Name: "localsubjectaccessreviews", Namespaced: true, Kind: lsarKind.Kind, Verbs: create},
-			{Name: "selfsubjectaccessreviews", Kind: ssarKind.Kind, Verbs: create},
-			{Name: "selfsubjectrulesreviews", Kind: ssrrKind.Kind, Verbs: create},
-			{Name: "subjectaccessreviews", Kind: sarKind.Kind, Verbs: create},
+			{Name: "localsubjectaccessreviews", SingularName: "localsubjectaccessreview", Namespaced: true, Kind: lsarKind.Kind, Verbs: create},
+			{Name: "selfsubjectaccessreviews", SingularName: "selfsubjectaccessreview", Kind: ssarKind.Kind, Verbs: create},
+			{Name: "selfsubjectrulesreviews", SingularName: "selfsubjectrulesreview", Kind: ssrrKind.Kind, Verbs: create},
+			{Name: "subjectaccessreviews", SingularName: "subjectaccessreview", Kind: sarKind.Kind, Verbs: create},
 		}},
 		{GroupVersion: authnv1.SchemeGroupVersion, Handler: serve, Resources: authn},
 	}

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 
+	apidiscovery "k8s.io/apiserver/pkg/endpoints/discovery"
+
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	corev1 "k8s.io/api/core/v1"
@@ -215,6 +217,9 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 		Verbs:      metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 		ShortNames: res.ShortNames, Categories: res.Categories,
 	}}
+	if res.Computed == nil {
+		out[0].StorageVersionHash = storageVersionHash(res)
+	}
 	switch {
 	case res.Computed != nil:
 		out[0].Verbs = computedVerbs
@@ -244,5 +249,39 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 		}
 		out = append(out, entry)
 	}
+	if res.GroupVersion() == corev1.SchemeGroupVersion {
+		out = append(out, servedOutside[res.Resource]...)
+	}
+	// Sorted by path, as kube-apiserver's installer lists them.
+	slices.SortStableFunc(out[1:], func(a, b metav1.APIResource) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
+
+// storageVersionHash names the version res's objects are stored at (another's, for a
+// resource converted on every read and write), as kube-apiserver's discovery does.
+func storageVersionHash(res *registry.Resource) string {
+	stored := res.GVK()
+	if res.Conversion != nil {
+		stored = res.Conversion.Storage.GVK()
+	}
+	return apidiscovery.StorageVersionHash(stored.Group, stored.Version, stored.Kind)
+}
+
+// servedOutside are the core v1 subresources the API server serves with handlers of their
+// own, not the registry's: the node connections (package connect: a pod's log, exec,
+// attach, port-forward and proxy, a node's and a service's proxy) and TokenRequest.
+var servedOutside = map[string][]metav1.APIResource{
+	"pods": {
+		{Name: "pods/attach", Namespaced: true, Kind: "PodAttachOptions", Verbs: metav1.Verbs{"create", "get"}},
+		{Name: "pods/exec", Namespaced: true, Kind: "PodExecOptions", Verbs: metav1.Verbs{"create", "get"}},
+		{Name: "pods/log", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get"}},
+		{Name: "pods/portforward", Namespaced: true, Kind: "PodPortForwardOptions", Verbs: metav1.Verbs{"create", "get"}},
+		{Name: "pods/proxy", Namespaced: true, Kind: "PodProxyOptions", Verbs: proxyVerbs},
+	},
+	"nodes":    {{Name: "nodes/proxy", Kind: "NodeProxyOptions", Verbs: proxyVerbs}},
+	"services": {{Name: "services/proxy", Namespaced: true, Kind: "ServiceProxyOptions", Verbs: proxyVerbs}},
+	"serviceaccounts": {{Name: "serviceaccounts/token", Namespaced: true, Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest",
+		Verbs: metav1.Verbs{"create"}}},
+}
+
+var proxyVerbs = metav1.Verbs{"create", "delete", "get", "patch", "update"}

@@ -10,6 +10,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // aggregatedMediaType is the content type of aggregated discovery (one response describes
@@ -72,14 +73,19 @@ func resourceDiscovery(res *registry.Resource) apidiscoveryv2.APIResourceDiscove
 	if main.Namespaced {
 		scope = apidiscoveryv2.ScopeNamespace
 	}
-	gvk := res.GVK()
+	// A built-in kind names a group and version only when they are another's (a Scale's),
+	// as kube-apiserver's; apiextensions-apiserver names a custom resource's always.
+	var own schema.GroupVersion
+	if registry.IsCustom(res.GVK()) {
+		own = res.GroupVersion()
+	}
 	out := apidiscoveryv2.APIResourceDiscovery{
 		Resource: main.Name, SingularResource: main.SingularName, Scope: scope, Verbs: main.Verbs,
 		ShortNames: main.ShortNames, Categories: main.Categories,
-		ResponseKind: &metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		ResponseKind: &metav1.GroupVersionKind{Group: own.Group, Version: own.Version, Kind: main.Kind},
 	}
 	for _, sub := range entries[1:] {
-		kind := &metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: sub.Kind}
+		kind := &metav1.GroupVersionKind{Group: own.Group, Version: own.Version, Kind: sub.Kind}
 		if sub.Group != "" || sub.Version != "" {
 			kind.Group, kind.Version = sub.Group, sub.Version
 		}
@@ -101,8 +107,8 @@ func (d *Handler) extraDiscovery() []apidiscoveryv2.APIGroupDiscovery {
 			if r.Namespaced {
 				scope = apidiscoveryv2.ScopeNamespace
 			}
-			v.Resources = append(v.Resources, apidiscoveryv2.APIResourceDiscovery{Resource: r.Name, Scope: scope, Verbs: r.Verbs,
-				ResponseKind: &metav1.GroupVersionKind{Group: e.gv.Group, Version: e.gv.Version, Kind: r.Kind}})
+			v.Resources = append(v.Resources, apidiscoveryv2.APIResourceDiscovery{Resource: r.Name, SingularResource: r.SingularName, Scope: scope,
+				Verbs: r.Verbs, ResponseKind: &metav1.GroupVersionKind{Kind: r.Kind}})
 		}
 		out = append(out, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: e.gv.Group}, Versions: []apidiscoveryv2.APIVersionDiscovery{v}})
 	}

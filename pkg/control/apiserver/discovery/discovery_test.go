@@ -2,12 +2,15 @@ package discovery
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -110,5 +113,128 @@ func TestDiscoveryOrderAsKubeAPIServer(t *testing.T) {
 	}
 	if got := strings.Join(names, " "); got != "cronjobs cronjobs/status jobs jobs/status" {
 		t.Errorf("/apis/batch/v1 resources: %s", got)
+	}
+}
+
+// Core v1's discovery lists what kube-apiserver 1.36.3 lists (its /api/v1, recorded side by
+// side): every subresource, those served outside the registry too (a pod's log, exec,
+// attach, port-forward and proxy, a node's and a service's proxy, a service account's
+// token), in the order of their paths. The aggregated form names no group or version in a
+// built-in kind unless another's (Scale, Eviction, TokenRequest).
+func TestCoreV1AsKubeAPIServer(t *testing.T) {
+	const kube = `bindings Binding / create
+componentstatuses ComponentStatus / get,list
+configmaps ConfigMap / create,delete,deletecollection,get,list,patch,update,watch
+endpoints Endpoints / create,delete,deletecollection,get,list,patch,update,watch
+events Event / create,delete,deletecollection,get,list,patch,update,watch
+limitranges LimitRange / create,delete,deletecollection,get,list,patch,update,watch
+namespaces Namespace / create,delete,get,list,patch,update,watch
+namespaces/finalize Namespace / update
+namespaces/status Namespace / get,patch,update
+nodes Node / create,delete,deletecollection,get,list,patch,update,watch
+nodes/proxy NodeProxyOptions / create,delete,get,patch,update
+nodes/status Node / get,patch,update
+persistentvolumeclaims PersistentVolumeClaim / create,delete,deletecollection,get,list,patch,update,watch
+persistentvolumeclaims/status PersistentVolumeClaim / get,patch,update
+persistentvolumes PersistentVolume / create,delete,deletecollection,get,list,patch,update,watch
+persistentvolumes/status PersistentVolume / get,patch,update
+pods Pod / create,delete,deletecollection,get,list,patch,update,watch
+pods/attach PodAttachOptions / create,get
+pods/binding Binding / create
+pods/ephemeralcontainers Pod / get,patch,update
+pods/eviction Eviction policy/v1 create
+pods/exec PodExecOptions / create,get
+pods/log Pod / get
+pods/portforward PodPortForwardOptions / create,get
+pods/proxy PodProxyOptions / create,delete,get,patch,update
+pods/resize Pod / get,patch,update
+pods/status Pod / get,patch,update
+podtemplates PodTemplate / create,delete,deletecollection,get,list,patch,update,watch
+replicationcontrollers ReplicationController / create,delete,deletecollection,get,list,patch,update,watch
+replicationcontrollers/scale Scale autoscaling/v1 get,patch,update
+replicationcontrollers/status ReplicationController / get,patch,update
+resourcequotas ResourceQuota / create,delete,deletecollection,get,list,patch,update,watch
+resourcequotas/status ResourceQuota / get,patch,update
+secrets Secret / create,delete,deletecollection,get,list,patch,update,watch
+serviceaccounts ServiceAccount / create,delete,deletecollection,get,list,patch,update,watch
+serviceaccounts/token TokenRequest authentication.k8s.io/v1 create
+services Service / create,delete,deletecollection,get,list,patch,update,watch
+services/proxy ServiceProxyOptions / create,delete,get,patch,update
+services/status Service / get,patch,update`
+	reg, err := builtin.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(reg)
+	rec := httptest.NewRecorder()
+	d.ServeResourceList(rec, httptest.NewRequest("GET", "/api/v1", nil), corev1.SchemeGroupVersion)
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range list.APIResources {
+		got = append(got, fmt.Sprintf("%s %s %s/%s %s", r.Name, r.Kind, r.Group, r.Version, strings.Join(r.Verbs, ",")))
+	}
+	if g := strings.Join(got, "\n"); g != kube {
+		t.Errorf("/api/v1:\n%s\nwant kube-apiserver's:\n%s", g, kube)
+	}
+
+	rec = httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/api", nil)
+	req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+	d.ServeLegacyVersions(rec, req)
+	var agg apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(rec.Body.Bytes(), &agg); err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, r := range agg.Items[0].Versions[0].Resources {
+		if r.Resource != "pods" && r.Resource != "serviceaccounts" {
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s %s/%s/%s", r.Resource, r.ResponseKind.Group, r.ResponseKind.Version, r.ResponseKind.Kind))
+		for _, s := range r.Subresources {
+			got = append(got, fmt.Sprintf("%s/%s %s/%s/%s", r.Resource, s.Subresource, s.ResponseKind.Group, s.ResponseKind.Version, s.ResponseKind.Kind))
+		}
+	}
+	want := []string{"pods //Pod", "pods/attach //PodAttachOptions", "pods/binding //Binding", "pods/ephemeralcontainers //Pod",
+		"pods/eviction policy/v1/Eviction", "pods/exec //PodExecOptions", "pods/log //Pod", "pods/portforward //PodPortForwardOptions",
+		"pods/proxy //PodProxyOptions", "pods/resize //Pod", "pods/status //Pod",
+		"serviceaccounts //ServiceAccount", "serviceaccounts/token authentication.k8s.io/v1/TokenRequest"}
+	if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
+		t.Errorf("aggregated /api pods and serviceaccounts:\n%s\nwant:\n%s", g, w)
+	}
+}
+
+// storageVersionHash names the version a resource's objects are stored at, as kube-apiserver
+// gives it (the values below are its 1.36.3's): autoscaling/v1 HorizontalPodAutoscalers are
+// stored as v2, events.k8s.io Events as core ones; a resource not stored has none.
+func TestStorageVersionHashAsKubeAPIServer(t *testing.T) {
+	reg, err := builtin.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(reg)
+	for _, tc := range []struct {
+		gv             schema.GroupVersion
+		resource, hash string
+	}{
+		{corev1.SchemeGroupVersion, "pods", "xPOwRZ+Yhw8="},
+		{corev1.SchemeGroupVersion, "componentstatuses", ""},
+		{schema.GroupVersion{Group: "autoscaling", Version: "v1"}, "horizontalpodautoscalers", "qwQve8ut294="},
+		{schema.GroupVersion{Group: "events.k8s.io", Version: "v1"}, "events", "r2yiGXH7wu8="},
+		{appsv1.SchemeGroupVersion, "deployments", "8aSe+NMegvE="},
+	} {
+		rec := httptest.NewRecorder()
+		d.ServeResourceList(rec, httptest.NewRequest("GET", "/", nil), tc.gv)
+		var list metav1.APIResourceList
+		if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == tc.resource })
+		if i < 0 || list.APIResources[i].StorageVersionHash != tc.hash {
+			t.Errorf("%s %s: %s, want storageVersionHash %q", tc.gv, tc.resource, rec.Body, tc.hash)
+		}
 	}
 }
