@@ -70,15 +70,9 @@ var StorageClassRules = registry.Rules{
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		sc, o := obj.(*storagev1.StorageClass), old.(*storagev1.StorageClass)
 		errs := validateStorageClass(sc)
-		if !equality.Semantic.DeepEqual(sc.Parameters, o.Parameters) {
-			errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
-		}
-		if sc.Provisioner != o.Provisioner {
-			errs = append(errs, field.Forbidden(field.NewPath("provisioner"), "updates to provisioner are forbidden."))
-		}
-		if !equality.Semantic.DeepEqual(sc.ReclaimPolicy, o.ReclaimPolicy) {
-			errs = append(errs, field.Forbidden(field.NewPath("reclaimPolicy"), "updates to reclaimPolicy are forbidden."))
-		}
+		errs = append(errs, registry.Immutable(sc.Parameters, o.Parameters, field.NewPath("parameters"))...)
+		errs = append(errs, registry.Immutable(sc.Provisioner, o.Provisioner, field.NewPath("provisioner"))...)
+		errs = append(errs, registry.Immutable(sc.ReclaimPolicy, o.ReclaimPolicy, field.NewPath("reclaimPolicy"))...)
 		return append(errs, registry.Immutable(sc.VolumeBindingMode, o.VolumeBindingMode, field.NewPath("volumeBindingMode"))...)
 	},
 	Table: &registry.TableDef{

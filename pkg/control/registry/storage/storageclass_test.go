@@ -51,3 +51,27 @@ func TestStorageClassAllowedTopologies(t *testing.T) {
 		t.Errorf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A StorageClass's parameters, provisioner, reclaim policy and binding mode are immutable in
+// kube-apiserver v1.36.3's words and order.
+func TestStorageClassImmutableFields(t *testing.T) {
+	old := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "sc"}, Provisioner: "example.com/x",
+		Parameters: map[string]string{"a": "1"}, ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate)}
+	sc := old.DeepCopy()
+	sc.Provisioner, sc.Parameters = "example.com/y", map[string]string{"a": "2"}
+	sc.ReclaimPolicy, sc.VolumeBindingMode = ptr.To(corev1.PersistentVolumeReclaimRetain), ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)
+	var got []string
+	for _, e := range StorageClassRules.ValidateUpdate(sc, old) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`parameters: Invalid value: {"a":"2"}: field is immutable`,
+		`provisioner: Invalid value: "example.com/y": field is immutable`,
+		`reclaimPolicy: Invalid value: "Retain": field is immutable`,
+		`volumeBindingMode: Invalid value: "WaitForFirstConsumer": field is immutable`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
