@@ -45,7 +45,10 @@ var DaemonSetRules = registry.Rules{
 	Validate: func(obj runtime.Object) field.ErrorList { return validateDaemonSet(obj.(*appsv1.DaemonSet)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		d, o := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
-		return append(validateDaemonSet(d), registry.Immutable(d.Spec.Selector, o.Spec.Selector, field.NewPath("spec", "selector"))...)
+		// The selector's immutability before the spec's checks, in kube's order.
+		errs := registry.ValidateMeta(d, true, validation.NameIsDNSSubdomain)
+		errs = append(errs, registry.Immutable(d.Spec.Selector, o.Spec.Selector, field.NewPath("spec", "selector"))...)
+		return append(errs, validateDaemonSetSpec(d)...)
 	},
 	Table: &registry.TableDef{
 		Columns: []metav1.TableColumnDefinition{
@@ -109,9 +112,12 @@ func defaultDaemonSet(d *appsv1.DaemonSet) {
 }
 
 func validateDaemonSet(d *appsv1.DaemonSet) field.ErrorList {
-	errs := registry.ValidateMeta(d, true, validation.NameIsDNSSubdomain)
+	return append(registry.ValidateMeta(d, true, validation.NameIsDNSSubdomain), validateDaemonSetSpec(d)...)
+}
+
+func validateDaemonSetSpec(d *appsv1.DaemonSet) field.ErrorList {
 	spec := field.NewPath("spec")
-	errs = append(errs, registry.ValidateWorkloadSelector(d.Spec.Selector, &d.Spec.Template, spec, "daemonset", "DaemonSet", true)...)
+	errs := registry.ValidateWorkloadSelector(d.Spec.Selector, &d.Spec.Template, spec, "daemonset", "DaemonSet", true)
 	errs = append(errs, validation.ValidateNonnegativeField(int64(d.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
 	errs = append(errs, validateDaemonSetStrategy(d.Spec.UpdateStrategy, spec.Child("updateStrategy"))...)
 	return append(errs, registry.NonNegative(d.Spec.RevisionHistoryLimit, spec.Child("revisionHistoryLimit"))...)

@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/registry/internal/registrytest"
@@ -47,5 +48,23 @@ func TestDaemonSetTemplateGeneration(t *testing.T) {
 	}
 	if got := given.Annotations[key]; got != "4" {
 		t.Errorf("created with %s=4: %q", key, got)
+	}
+}
+
+// A new selector is refused as immutable before the spec's own checks, in kube-apiserver's
+// order (ValidateDaemonSetUpdate: the selector, then ValidateDaemonSetSpec).
+func TestDaemonSetSelectorChangeErrorOrder(t *testing.T) {
+	old := &appsv1.DaemonSet{ObjectMeta: registrytest.ObjMeta("agent"), Spec: appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}, Template: registrytest.Template(map[string]string{"app": "agent"})}}
+	DaemonSetRules.Default(old)
+	ds := old.DeepCopy()
+	ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}
+	var got []string
+	for _, e := range DaemonSetRules.ValidateUpdate(ds, old) {
+		got = append(got, e.Field+": "+string(e.Type))
+	}
+	want := "spec.selector: FieldValueInvalid, spec.template.metadata.labels: FieldValueInvalid"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("errors %q, want %q", got, want)
 	}
 }
