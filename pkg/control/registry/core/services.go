@@ -296,6 +296,45 @@ func validateServiceMeta(svc *corev1.Service) field.ErrorList {
 	return registry.ValidateMeta(svc, true, validation.NameIsDNSLabel)
 }
 
+// validateSourceRanges is kube's check of loadBalancerSourceRanges, else of the legacy
+// annotation: CIDRs (space-padded values allowed, as kube allows them), only on a
+// LoadBalancer; an update keeps the invalid values it had. The field's path keeps kube's
+// historical capital.
+func validateSourceRanges(svc, old *corev1.Service) field.ErrorList {
+	onlyLoadBalancer := func(path *field.Path) field.ErrorList {
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			return field.ErrorList{field.Forbidden(path, "may only be used when `type` is 'LoadBalancer'")}
+		}
+		return nil
+	}
+	if ranges := svc.Spec.LoadBalancerSourceRanges; len(ranges) > 0 {
+		path := field.NewPath("spec", "LoadBalancerSourceRanges")
+		errs := onlyLoadBalancer(path)
+		var existing []string
+		if old != nil {
+			for _, r := range old.Spec.LoadBalancerSourceRanges {
+				existing = append(existing, strings.TrimSpace(r))
+			}
+		}
+		for i, r := range ranges {
+			errs = append(errs, utilvalidation.IsValidCIDRForLegacyField(path.Index(i), strings.TrimSpace(r), true, existing)...)
+		}
+		return errs
+	}
+	value, set := svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey]
+	if !set {
+		return nil
+	}
+	path := field.NewPath("metadata", "annotations").Key(corev1.AnnotationLoadBalancerSourceRangesKey)
+	errs := onlyLoadBalancer(path)
+	if value = strings.TrimSpace(value); value != "" && (old == nil || old.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey] != svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey]) {
+		for _, r := range strings.Split(value, ",") {
+			errs = append(errs, utilvalidation.IsValidCIDRForLegacyField(path, strings.TrimSpace(r), true, nil)...)
+		}
+	}
+	return errs
+}
+
 // validateServiceSpec is kube's validateService, in its order: the spec, whether created or
 // updated (old is nil on create).
 func validateServiceSpec(svc, old *corev1.Service) field.ErrorList {
@@ -338,13 +377,9 @@ func validateServiceSpec(svc, old *corev1.Service) field.ErrorList {
 		errs = append(errs, field.NotSupported(spec.Child("type"), s.Type, serviceTypes))
 	}
 	errs = append(errs, validateServicePortsUnique(svc, spec.Child("ports"))...)
-	if s.Type != corev1.ServiceTypeLoadBalancer {
-		if len(s.LoadBalancerSourceRanges) > 0 {
-			errs = append(errs, field.Forbidden(spec.Child("loadBalancerSourceRanges"), "may only be used when `type` is 'LoadBalancer'"))
-		}
-		if s.AllocateLoadBalancerNodePorts != nil {
-			errs = append(errs, field.Forbidden(spec.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
-		}
+	errs = append(errs, validateSourceRanges(svc, old)...)
+	if s.Type != corev1.ServiceTypeLoadBalancer && s.AllocateLoadBalancerNodePorts != nil {
+		errs = append(errs, field.Forbidden(spec.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
 	}
 	errs = append(errs, validateLoadBalancerClass(svc, spec.Child("loadBalancerClass"))...)
 	return append(errs, validateTrafficPolicies(svc, spec)...)

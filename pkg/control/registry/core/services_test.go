@@ -443,3 +443,33 @@ func TestServiceTypeChangesAsKubernetes(t *testing.T) {
 		t.Errorf("ClusterIP turned ExternalName: %+v", back.Spec)
 	}
 }
+
+// loadBalancerSourceRanges (or, without them, the legacy annotation) are CIDRs, only on a
+// LoadBalancer, as kube-apiserver v1.36.3 validates them (the field's path has kube's
+// historical capital; values may be space-padded; an update keeps the invalid ones it had).
+func TestServiceSourceRanges(t *testing.T) {
+	lb := func(ranges ...string) *corev1.Service {
+		s := service("lb", corev1.ServicePort{Port: 80})
+		s.Spec.Type, s.Spec.LoadBalancerSourceRanges = corev1.ServiceTypeLoadBalancer, ranges
+		return s
+	}
+	errs := registrytest.CreateSteps(ServiceRules, lb(" 10.0.0.0/8 ", "10.0.0.1/8", "abc"))
+	registrytest.ExpectErrors(t, "bad ranges", errs, "spec.LoadBalancerSourceRanges[1]: FieldValueInvalid", "spec.LoadBalancerSourceRanges[2]: FieldValueInvalid")
+	registrytest.ExpectMessage(t, errs, "spec.LoadBalancerSourceRanges[1]", "must not have bits set beyond the prefix length")
+	registrytest.ExpectMessage(t, errs, "spec.LoadBalancerSourceRanges[2]", "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")
+
+	clusterIP := service("cip", corev1.ServicePort{Port: 80})
+	clusterIP.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
+	registrytest.ExpectErrors(t, "ranges of a ClusterIP service", registrytest.CreateSteps(ServiceRules, clusterIP), "spec.LoadBalancerSourceRanges: FieldValueForbidden")
+
+	annotated := service("ann", corev1.ServicePort{Port: 80})
+	annotated.Annotations = map[string]string{corev1.AnnotationLoadBalancerSourceRangesKey: " 10.0.0.0/8, bad"}
+	key := "metadata.annotations[" + corev1.AnnotationLoadBalancerSourceRangesKey + "]"
+	registrytest.ExpectErrors(t, "annotation of a ClusterIP service", registrytest.CreateSteps(ServiceRules, annotated), key+": FieldValueForbidden", key+": FieldValueInvalid")
+
+	old := lb("10.0.0.1/8")
+	ServiceRules.Default(old)
+	updated := old.DeepCopy()
+	updated.Labels = map[string]string{"a": "b"}
+	registrytest.ExpectErrors(t, "an update keeping an invalid range", ServiceRules.ValidateUpdate(updated, old))
+}
