@@ -59,8 +59,11 @@ func referenceOwns(value []byte, owner *corev1.ObjectReference) (bool, error) {
 }
 
 // staticBand is Kubernetes' size of the band reserved for explicit requests:
-// min(max(min, size/step), max).
+// min(max(low, size/step), high), and none in a range of no more than low values.
 func staticBand(size, low, step, high uint64) uint64 {
+	if size <= low {
+		return 0
+	}
 	return min(max(low, size/step), high)
 }
 
@@ -132,10 +135,15 @@ func (s *space) claimNext(ctx context.Context, owner *corev1.ObjectReference) (u
 
 // release gives value i back, unless another than owner (nil: anyone) holds it now.
 func (s *space) release(ctx context.Context, i uint64, owner *corev1.ObjectReference) error {
+	return s.releaseName(ctx, s.name(i), owner)
+}
+
+// releaseName is release of the value named name.
+func (s *space) releaseName(ctx context.Context, name string, owner *corev1.ObjectReference) error {
 	if s.dry {
 		return nil
 	}
-	key := s.prefix + s.name(i)
+	key := s.prefix + name
 	for attempt := 0; attempt < maxReleaseAttempts; attempt++ {
 		kv, err := s.store.Get(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {

@@ -13,7 +13,10 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func openStore(t *testing.T, path string) *store.Bolt {
@@ -307,6 +310,87 @@ func TestDryRunAnswersAsKube(t *testing.T) {
 	for _, want := range []int{32769, 32770} {
 		if port, err := fresh.AllocateNext(ctx, owner(3)); err != nil || port != want {
 			t.Errorf("a new dry run's next port %d, %v; want %d", port, err, want)
+		}
+	}
+}
+
+// Beyond the default range, cluster IPs come from every other ServiceCIDR that is Ready and
+// not being deleted, as kube-apiserver's allocator of ServiceCIDRs: a requested IP in one,
+// and the next free IP once the default range is full. An IP is given back whatever range
+// it came from, the range since deleted too.
+func TestIPsFromOtherServiceCIDRs(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.Bolt(t)
+	putCIDR := func(name, cidr string, ready, deleting bool) {
+		t.Helper()
+		c := networkingv1.ServiceCIDR{TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "ServiceCIDR"},
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{cidr}}}
+		if ready {
+			c.Status.Conditions = []metav1.Condition{{Type: networkingv1.ServiceCIDRConditionReady, Status: metav1.ConditionTrue}}
+		}
+		if deleting {
+			c.DeletionTimestamp = ptr.To(metav1.Now())
+		}
+		data, err := json.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Create(ctx, serviceCIDRsPrefix+name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putCIDR("kubernetes", "10.0.0.0/29", true, false)
+	putCIDR("extra", "10.1.0.0/29", true, false)
+	putCIDR("unready", "10.2.0.0/29", false, false)
+	putCIDR("leaving", "10.3.0.0/29", true, true)
+	r := mustRange(t, st, "10.0.0.0/29") // 6 usable
+	for ip, want := range map[string]error{"10.1.0.3": nil, "10.2.0.3": ErrMismatchedNetwork, "10.3.0.3": ErrMismatchedNetwork, "10.1.0.0": ErrMismatchedNetwork} {
+		if err := r.Allocate(ctx, netip.MustParseAddr(ip), owner(1)); !errors.Is(err, want) {
+			t.Errorf("allocate %s: %v, want %v", ip, err, want)
+		}
+	}
+	if err := r.dryRun().Allocate(ctx, netip.MustParseAddr("10.1.0.4"), owner(2)); err != nil {
+		t.Errorf("dry-run allocation in another ServiceCIDR: %v", err)
+	}
+	for n := 0; n < 6; n++ {
+		if ip, err := r.AllocateNext(ctx, owner(10+n)); err != nil || !r.CIDR().Contains(ip) {
+			t.Fatalf("allocation %d: %s, %v, want one of the default range", n, ip, err)
+		}
+	}
+	ip, err := r.AllocateNext(ctx, owner(20))
+	if err != nil || !netip.MustParsePrefix("10.1.0.0/29").Contains(ip) {
+		t.Errorf("allocation with the default range full: %s, %v, want one of 10.1.0.0/29", ip, err)
+	}
+	if err := r.Release(ctx, netip.MustParseAddr("10.1.0.3"), owner(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, serviceIPsPrefix+"10.1.0.3"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("10.1.0.3 still held after its release: %v", err)
+	}
+}
+
+// A range of 16 values or fewer has no band kept for requests, as in kube's allocators: a
+// /28 hands out its 14 addresses and nothing beyond them (the band of 16 made it hand out
+// its broadcast address and the next network's), a 10-port range its 10 ports.
+func TestSmallRangesStayInside(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.Bolt(t)
+	r := mustRange(t, st, "10.0.0.0/28")
+	for n := 0; n < 14; n++ {
+		if ip, err := r.AllocateNext(ctx, owner(n)); err != nil || !r.CIDR().Contains(ip) || ip == netip.MustParseAddr("10.0.0.15") {
+			t.Fatalf("allocation %d from 10.0.0.0/28: %s, %v", n, ip, err)
+		}
+	}
+	if ip, err := r.AllocateNext(ctx, owner(99)); !errors.Is(err, ErrFull) {
+		t.Errorf("allocation from a full /28: %s, %v, want %v", ip, err, ErrFull)
+	}
+	ports, err := NewPortRange(st, PortSpan{Base: 30000, Size: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 10; n++ {
+		if p, err := ports.AllocateNext(ctx, owner(n)); err != nil || p < 30000 || p >= 30010 {
+			t.Fatalf("port %d from 30000-30009: %d, %v", n, p, err)
 		}
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
@@ -111,18 +113,68 @@ func (r *IPRange) Family() corev1.IPFamily {
 }
 
 // Allocate holds ip for owner: ErrIPAllocated if another Service holds it,
-// ErrMismatchedNetwork if it is outside the range (or the network or broadcast address).
+// ErrMismatchedNetwork if it is in no usable range (or is a range's network or broadcast
+// address).
 func (r *IPRange) Allocate(ctx context.Context, ip netip.Addr, owner *corev1.ObjectReference) error {
-	i, ok := r.offset(ip)
-	switch {
-	case !ok && r.dry:
-		return &IPNotInRangeError{IP: ip, CIDR: r.cidr}
-	case !ok:
+	if _, ok := r.offset(ip); !ok {
+		others, err := r.others(ctx)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(others, func(o *IPRange) bool { _, ok := o.offset(ip); return ok })
+		switch {
+		case i >= 0:
+			return others[i].allocateIn(ctx, ip, owner)
+		case r.dry:
+			return &IPNotInRangeError{IP: ip, CIDR: r.cidr}
+		}
 		return ErrMismatchedNetwork
-	case r.dry: // kube's dry run checks only the range
+	}
+	return r.allocateIn(ctx, ip, owner)
+}
+
+// allocateIn holds ip, which is in r.
+func (r *IPRange) allocateIn(ctx context.Context, ip netip.Addr, owner *corev1.ObjectReference) error {
+	if r.dry { // kube's dry run checks only the range
 		return nil
 	}
+	i, _ := r.offset(ip)
 	return r.claim(ctx, i, owner, ErrIPAllocated)
+}
+
+// serviceCIDRsPrefix holds the ServiceCIDR objects (registry/generic's key of servicecidrs).
+const serviceCIDRsPrefix = "/registry/networking.k8s.io/servicecidrs/"
+
+// others are the ranges of the ServiceCIDRs beside this one (the `kubernetes` ServiceCIDR,
+// --service-cluster-ip-range) that cluster IPs may come from: those of its family marked
+// Ready (by the servicecidrs controller) and not being deleted, as kube-apiserver's
+// allocator of ServiceCIDRs serves them, read from the store at each call.
+func (r *IPRange) others(ctx context.Context) ([]*IPRange, error) {
+	kvs, _, err := r.store.List(ctx, serviceCIDRsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", serviceCIDRsPrefix, err)
+	}
+	var out []*IPRange
+	for _, kv := range kvs {
+		var c networkingv1.ServiceCIDR
+		if err := json.Unmarshal(kv.Value, &c); err != nil {
+			return nil, fmt.Errorf("%s: %w", kv.Key, err)
+		}
+		if c.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(c.Status.Conditions, networkingv1.ServiceCIDRConditionReady) {
+			continue
+		}
+		for _, s := range c.Spec.CIDRs {
+			p, err := netip.ParsePrefix(s)
+			if err != nil || p.Masked() == r.cidr || p.Addr().Is4() != r.cidr.Addr().Is4() {
+				continue
+			}
+			if o, err := NewIPRange(r.store, p); err == nil {
+				o.dry = r.dry
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
 }
 
 // IPNotInRangeError is a dry run's answer to a cluster IP out of the range, in the words
@@ -142,19 +194,27 @@ func (r *IPRange) AllocateNext(ctx context.Context, owner *corev1.ObjectReferenc
 		return r.cidr.Addr(), nil
 	}
 	i, err := r.claimNext(ctx, owner)
+	if !errors.Is(err, ErrFull) {
+		return r.addr(i), err
+	}
+	// Full: the other ServiceCIDRs, in the order of their names.
+	others, err := r.others(ctx)
 	if err != nil {
 		return netip.Addr{}, err
 	}
-	return r.addr(i), nil
+	for _, o := range others {
+		i, err := o.claimNext(ctx, owner)
+		if !errors.Is(err, ErrFull) {
+			return o.addr(i), err
+		}
+	}
+	return netip.Addr{}, ErrFull
 }
 
-// Release gives ip back unless another than the Service owner (nil: anyone) holds it.
+// Release gives ip back unless another than the Service owner (nil: anyone) holds it,
+// whichever range it came from (one since deleted too).
 func (r *IPRange) Release(ctx context.Context, ip netip.Addr, owner *corev1.ObjectReference) error {
-	i, ok := r.offset(ip)
-	if !ok {
-		return nil // never handed out from this range (the range may have changed since)
-	}
-	return r.release(ctx, i, owner)
+	return r.releaseName(ctx, ip.Unmap().String(), owner)
 }
 
 func (r *IPRange) addr(i uint64) netip.Addr {

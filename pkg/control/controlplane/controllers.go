@@ -42,6 +42,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/rootcacertpublisher"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccounttoken"
+	"github.com/minik8s/minik8s/pkg/control/controllers/servicecidrs"
 	"github.com/minik8s/minik8s/pkg/control/controllers/statefulset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/tokencleaner"
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
@@ -156,6 +157,7 @@ var controllers = []controller{
 	{"tokencleaner", startTokenCleaner},
 	{"validatingadmissionpolicy-status", startPolicyStatus},
 	{"flowschema-status", startFlowSchemaStatus},
+	{servicecidrs.Name, startServiceCIDRs},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -480,6 +482,11 @@ func startCSRCleaner(c *ControllerContext) (runner, error) {
 // startTokenCleaner deletes expired bootstrap tokens. kube-controller-manager leaves it
 // off unless --controllers names it; kubeadm, whose bootstrap tokens miniapi serves,
 // always turns it on, and so does miniapi's default.
+func startServiceCIDRs(c *ControllerContext) (runner, error) {
+	networking := c.Informers.Networking().V1()
+	return servicecidrs.New(c.Client, networking.ServiceCIDRs(), networking.IPAddresses(), c.Log.With("component", servicecidrs.Name))
+}
+
 func startTokenCleaner(c *ControllerContext) (runner, error) {
 	return tokencleaner.New(c.Client, c.Log.With("component", tokencleaner.Name))
 }
