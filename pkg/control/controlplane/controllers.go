@@ -38,6 +38,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/policystatus"
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
+	"github.com/minik8s/minik8s/pkg/control/controllers/resourceclaim"
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/controllers/rootcacertpublisher"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
@@ -148,6 +149,7 @@ var controllers = []controller{
 	{volumeprotection.PVCName, startPVCProtection},
 	{volumeprotection.PVName, startPVProtection},
 	{ephemeral.Name, startEphemeralVolume},
+	{resourceclaim.Name, startResourceClaim},
 	{"clusterrole-aggregation", startClusterRoleAggregation},
 	{"root-ca-cert-publisher", startRootCACertPublisher},
 	{"horizontalpodautoscaling", startHorizontalPodAutoscaler},
@@ -485,6 +487,12 @@ func startCSRCleaner(c *ControllerContext) (runner, error) {
 func startServiceCIDRs(c *ControllerContext) (runner, error) {
 	networking := c.Informers.Networking().V1()
 	return servicecidrs.New(c.Client, networking.ServiceCIDRs(), networking.IPAddresses(), c.Log.With("component", servicecidrs.Name))
+}
+
+func startResourceClaim(c *ControllerContext) (runner, error) {
+	dra := c.Informers.Resource().V1()
+	return resourceclaim.New(c.Client, c.Informers.Core().V1().Pods(), dra.ResourceClaims(), dra.ResourceClaimTemplates(),
+		c.Recorder("resource_claim"), c.Log.With("component", resourceclaim.Name))
 }
 
 func startTokenCleaner(c *ControllerContext) (runner, error) {

@@ -24,8 +24,9 @@ import (
 // The resource.k8s.io/v1 kinds of Dynamic Resource Allocation are stored and validated as
 // kube-apiserver's rules do (pkg/apis/resource/validation and the strategies of
 // pkg/registry/resource), so that clients, drivers and the conformance CRUD tests find
-// them. Nothing acts on them: no driver publishes ResourceSlices, nothing allocates a
-// claim, and the scheduler leaves a pod naming one pending.
+// them. The resourceclaim controller makes pods' template claims; nothing else acts on
+// them: no driver publishes ResourceSlices, nothing allocates a claim, and the scheduler
+// leaves a pod naming one pending.
 
 var DeviceClassRules = registry.Rules{
 	ReturnDeletedObject: true,
