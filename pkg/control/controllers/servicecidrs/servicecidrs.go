@@ -18,6 +18,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
@@ -58,6 +59,19 @@ func New(client kubernetes.Interface, cidrs networkinginformers.ServiceCIDRInfor
 	if _, err := cidrs.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue))); err != nil {
 		return nil, err
 	}
+	// A new ServiceCIDR may hold the IPAddresses that kept one being deleted.
+	if _, err := cidrs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if added, ok := workloop.Object[*networkingv1.ServiceCIDR](obj); ok {
+			all, _ := c.cidrs.List(labels.Everything())
+			for _, sc := range all {
+				if sc.DeletionTimestamp != nil && overlap(sc, added) {
+					c.queue.Add(sc.Name)
+				}
+			}
+		}
+	}}); err != nil {
+		return nil, err
+	}
 	// An IPAddress that goes may free the ServiceCIDR being deleted that holds it.
 	_, err := ips.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		ip, ok := workloop.Object[*networkingv1.IPAddress](obj)
@@ -90,9 +104,9 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	}
 	if sc.DeletionTimestamp == nil {
 		if !slices.Contains(sc.Finalizers, finalizer) {
-			sc = sc.DeepCopy()
-			sc.Finalizers = append(sc.Finalizers, finalizer)
-			if sc, err = c.client.NetworkingV1().ServiceCIDRs().Update(ctx, sc, metav1.UpdateOptions{}); err != nil {
+			// A strategic merge patch adds it to the others, as kube's controller adds it.
+			patch := []byte(`{"metadata":{"finalizers":["` + finalizer + `"]}}`)
+			if sc, err = c.client.NetworkingV1().ServiceCIDRs().Patch(ctx, sc.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				return 0, err
 			}
 		}
@@ -149,6 +163,22 @@ func (c *Controller) orphansLeft(sc *networkingv1.ServiceCIDR) bool {
 		})
 		if !kept {
 			return true
+		}
+	}
+	return false
+}
+
+// overlap: a CIDR of a and one of b share addresses.
+func overlap(a, b *networkingv1.ServiceCIDR) bool {
+	for _, x := range a.Spec.CIDRs {
+		px, err := netip.ParsePrefix(x)
+		if err != nil {
+			continue
+		}
+		for _, y := range b.Spec.CIDRs {
+			if py, err := netip.ParsePrefix(y); err == nil && px.Overlaps(py) {
+				return true
+			}
 		}
 	}
 	return false

@@ -71,3 +71,42 @@ func TestServiceCIDRLifecycle(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
+
+// A ServiceCIDR being deleted goes, though a Service still holds an IP of it, once another
+// ServiceCIDR holds that IP: the new one's arrival looks at the ones it overlaps, as kube's
+// controller does.
+func TestServiceCIDRReleasedByAWiderOne(t *testing.T) {
+	c := controlplanetest.Shared(t)
+	ctx := context.Background()
+	cidrs := c.Client.NetworkingV1().ServiceCIDRs()
+	if _, err := cidrs.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "inner"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.201.0.0/24"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cidrs.Delete(context.Background(), "wider", metav1.DeleteOptions{}) })
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "in-inner"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.201.0.10", Ports: []corev1.ServicePort{{Port: 80}}}}
+	controllertest.WaitFor(t, "a Service with an IP of inner", 10*time.Second, func() (bool, string) {
+		_, err := c.Client.CoreV1().Services(c.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	if err := cidrs.Delete(ctx, "inner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "inner held, not Ready", 10*time.Second, func() (bool, string) {
+		sc, err := cidrs.Get(ctx, "inner", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		cond := apimeta.FindStatusCondition(sc.Status.Conditions, networkingv1.ServiceCIDRConditionReady)
+		return cond != nil && cond.Reason == networkingv1.ServiceCIDRReasonTerminating, fmt.Sprintf("%+v", sc.Status.Conditions)
+	})
+	if _, err := cidrs.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "wider"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.201.0.0/16"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "inner gone, its IP in wider", 30*time.Second, func() (bool, string) {
+		_, err := cidrs.Get(ctx, "inner", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
