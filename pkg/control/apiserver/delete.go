@@ -47,7 +47,9 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, res *regist
 		return err
 	}
 	code := http.StatusOK
-	if !removed && opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck // kube's handler still answers the deprecated field
+	// A cascade asked by the deprecated orphanDependents false and still under way is
+	// accepted, not done, as kube's handler answers it.
+	if !removed && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
 	if !removed || res.Rules.ReturnDeletedObject {
