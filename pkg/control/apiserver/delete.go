@@ -57,9 +57,9 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, res *regist
 	}
 	// Gone: a Status naming it, its kind given as the resource (kube's finalizeDelete).
 	m := mustMeta(obj)
-	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
-		Details: &metav1.StatusDetails{Name: m.GetName(), Group: res.Group, Kind: res.Resource, UID: m.GetUID()}}
-	filters.AuditResponse(r.Context(), st, res.GVK().GroupVersion())
+	st := successStatus(0) // no code in it, as in kube's
+	st.Details = &metav1.StatusDetails{Name: m.GetName(), Group: res.Group, Kind: res.Resource, UID: m.GetUID()}
+	filters.AuditResponse(r.Context(), &st, res.GVK().GroupVersion())
 	responsewriters.WriteJSON(w, code, st)
 	return nil
 }
