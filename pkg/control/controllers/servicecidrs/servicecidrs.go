@@ -56,20 +56,12 @@ func New(client kubernetes.Interface, cidrs networkinginformers.ServiceCIDRInfor
 	c := &Controller{client: client, cidrs: cidrs.Lister(), ips: ips.Lister(), now: time.Now, log: log,
 		synced: []cache.InformerSynced{cidrs.Informer().HasSynced, ips.Informer().HasSynced},
 		queue:  workloop.NewQueue[string]("service_cidrs")}
-	if _, err := cidrs.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue))); err != nil {
-		return nil, err
-	}
-	// A new ServiceCIDR may hold the IPAddresses that kept one being deleted.
-	if _, err := cidrs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		if added, ok := workloop.Object[*networkingv1.ServiceCIDR](obj); ok {
-			all, _ := c.cidrs.List(labels.Everything())
-			for _, sc := range all {
-				if sc.DeletionTimestamp != nil && overlap(sc, added) {
-					c.queue.Add(sc.Name)
-				}
-			}
-		}
-	}}); err != nil {
+	enqueue := workloop.Enqueue(c.queue)
+	if _, err := cidrs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { enqueue(obj); c.enqueueOverlapped(obj) },
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}); err != nil {
 		return nil, err
 	}
 	// An IPAddress that goes may free the ServiceCIDR being deleted that holds it.
@@ -90,6 +82,21 @@ func New(client kubernetes.Interface, cidrs networkinginformers.ServiceCIDRInfor
 		}
 	}})
 	return c, err
+}
+
+// enqueueOverlapped queues the ServiceCIDRs being deleted that a new one overlaps: it may
+// hold the IPAddresses that kept them.
+func (c *Controller) enqueueOverlapped(obj any) {
+	added, ok := workloop.Object[*networkingv1.ServiceCIDR](obj)
+	if !ok {
+		return
+	}
+	all, _ := c.cidrs.List(labels.Everything())
+	for _, sc := range all {
+		if sc.DeletionTimestamp != nil && overlap(sc, added) {
+			c.queue.Add(sc.Name)
+		}
+	}
 }
 
 // Run works the queue until ctx ends.
