@@ -94,18 +94,32 @@ func (s *space) claim(ctx context.Context, i uint64, owner *corev1.ObjectReferen
 	return nil
 }
 
-// claimNext takes a free value for owner: from a random point of the dynamic band onwards,
-// then the static band. Values taken by others between the listing and the claim are
-// skipped, since their keys exist by then.
+// claimNext takes a free value for owner (claimFree).
 func (s *space) claimNext(ctx context.Context, owner *corev1.ObjectReference) (uint64, error) {
+	held, err := s.held(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return s.claimFree(ctx, owner, held)
+}
+
+// held names the values held under the space's prefix.
+func (s *space) held(ctx context.Context) (map[string]bool, error) {
 	kvs, _, err := s.store.List(ctx, s.prefix)
 	if err != nil {
-		return 0, fmt.Errorf("list %s: %w", s.prefix, err)
+		return nil, fmt.Errorf("list %s: %w", s.prefix, err)
 	}
 	held := make(map[string]bool, len(kvs))
 	for _, kv := range kvs {
 		held[kv.Key[len(s.prefix):]] = true
 	}
+	return held, nil
+}
+
+// claimFree takes a value not in held for owner: from a random point of the dynamic band
+// onwards, then the static band. Values taken by others since held was listed are
+// skipped, since their keys exist by then.
+func (s *space) claimFree(ctx context.Context, owner *corev1.ObjectReference, held map[string]bool) (uint64, error) {
 	try := func(from, to uint64) (uint64, bool, error) {
 		if from >= to {
 			return 0, false, nil

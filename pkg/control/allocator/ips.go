@@ -193,7 +193,11 @@ func (r *IPRange) AllocateNext(ctx context.Context, owner *corev1.ObjectReferenc
 	if r.dry { // kube's dry run does not look for a free address: it shows the network's
 		return r.cidr.Addr(), nil
 	}
-	i, err := r.claimNext(ctx, owner)
+	held, err := r.held(ctx) // every range's IPAddresses: they share one prefix
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	i, err := r.claimFree(ctx, owner, held)
 	if !errors.Is(err, ErrFull) {
 		return r.addr(i), err
 	}
@@ -203,7 +207,7 @@ func (r *IPRange) AllocateNext(ctx context.Context, owner *corev1.ObjectReferenc
 		return netip.Addr{}, err
 	}
 	for _, o := range others {
-		i, err := o.claimNext(ctx, owner)
+		i, err := o.claimFree(ctx, owner, held)
 		if !errors.Is(err, ErrFull) {
 			return o.addr(i), err
 		}
