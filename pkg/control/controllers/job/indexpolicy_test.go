@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,9 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -181,5 +185,84 @@ func TestManagedByAnotherController(t *testing.T) {
 	}
 	if st := getJob(t, ctx, c, "external").Status; st.StartTime != nil || st.UncountedTerminatedPods != nil {
 		t.Errorf("status written: %+v", st)
+	}
+}
+
+// A FailJob rule fails the Job at once even when the pod's index has retries left: the
+// index's last failed pod is not held back for a replacement, so none is created (kube's
+// syncJob matches the podFailurePolicy over all failed pods before anything else).
+func TestFailJobBeforeIndexRetry(t *testing.T) {
+	c, ctx := start(t)
+	j := newIndexedJob("failjob", 2, 2)
+	j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
+	}}
+	createJob(t, ctx, c, j)
+	exit := func(idx string) int32 {
+		if idx == "0" {
+			return 42
+		}
+		return -1 // keeps running
+	}
+	runIndexes(t, ctx, c, "failjob", 20*time.Second, exit, isFailed)
+	j = getJob(t, ctx, c, "failjob")
+	// Index 1's pod, deleted while it ran, counts as failed too, as in kube.
+	if cond := jobCondition(j, batchv1.JobFailed); cond.Reason != "PodFailurePolicy" || j.Status.Failed != 2 {
+		t.Errorf("Failed condition %+v, failed %d", cond, j.Status.Failed)
+	}
+	var created []string
+	for _, e := range events(t, ctx, c, j) {
+		if e.Reason == "SuccessfulCreate" {
+			created = append(created, e.Message)
+		}
+	}
+	if len(created) != 2 {
+		t.Errorf("pods created: %q, want one for each index and no retry of index 0", created)
+	}
+}
+
+// Once a Job has met its success criteria, a pod that ends as a FailJob rule says while
+// the Job deletes it does not fail the Job: it completes, as kube's syncJob evaluates the
+// podFailurePolicy only without SuccessCriteriaMet.
+func TestFailJobAfterSuccessCriteriaMet(t *testing.T) {
+	c, ctx := start(t)
+	j := newIndexedJob("metfirst", 2, 2)
+	j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
+	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
+	}}
+	// A finalizer of the test's keeps index 1's pod after its deletion, until its status says
+	// how it ended.
+	const hold = "example.com/hold"
+	j.Spec.Template.Finalizers = []string{hold}
+	createJob(t, ctx, c, j)
+	controllertest.Until(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "metfirst"))) == 2 })
+	var second corev1.Pod
+	for _, p := range running(jobPods(t, ctx, c, "metfirst")) {
+		if p.Annotations[batchv1.JobCompletionIndexAnnotation] == "0" {
+			finishPod(t, ctx, c, p, 0)
+		} else {
+			second = p
+		}
+	}
+	controllertest.Until(t, "SuccessCriteriaMet and index 1's pod deleted", 10*time.Second, func() bool {
+		p, err := c.Client.CoreV1().Pods(c.Namespace).Get(ctx, second.Name, metav1.GetOptions{})
+		return err == nil && p.DeletionTimestamp != nil && jobCondition(getJob(t, ctx, c, "metfirst"), batchv1.JobSuccessCriteriaMet) != nil
+	})
+	finishPod(t, ctx, c, second, 42)
+	for _, p := range jobPods(t, ctx, c, "metfirst") {
+		patch := fmt.Appendf(nil, `{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q]}}`, hold)
+		if _, err := c.Client.CoreV1().Pods(c.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	controllertest.Until(t, "the job to end", 20*time.Second, func() bool {
+		j := getJob(t, ctx, c, "metfirst")
+		return isFailed(j) || jobCondition(j, batchv1.JobComplete) != nil
+	})
+	j = getJob(t, ctx, c, "metfirst")
+	if cond := jobCondition(j, batchv1.JobComplete); cond == nil || cond.Reason != "SuccessPolicy" || jobCondition(j, batchv1.JobFailureTarget) != nil {
+		t.Errorf("conditions %+v, want Complete by SuccessPolicy and no FailureTarget", j.Status.Conditions)
 	}
 }

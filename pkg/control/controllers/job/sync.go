@@ -202,12 +202,15 @@ func (c *Controller) countFinished(ctx context.Context, s *syncCtx) error {
 	unc := job.Status.UncountedTerminatedPods
 	byUID := map[types.UID]*corev1.Pod{}
 	var release, succeeded, failed []*corev1.Pod
-	failJob := ""
 	if s.perIndex {
 		s.markFailedIndexes()
 		s.lastFailed = s.lastFailedPods()
 		job.Status.FailedIndexes = ptr.To(formatIndexes(s.failed))
 	}
+	if msg := s.failJobMessage(); msg != "" {
+		setCondition(job, batchv1.JobFailureTarget, corev1.ConditionTrue, reasonPodFailurePolicy, msg, s.now)
+	}
+	failing := jobutil.ConditionTrue(job, batchv1.JobFailureTarget)
 	for _, p := range s.pods {
 		byUID[p.UID] = p
 		if _, done := s.st.finalized[p.UID]; done || !hasTrackingFinalizer(p) {
@@ -223,25 +226,22 @@ func (c *Controller) countFinished(ctx context.Context, s *syncCtx) error {
 			succeeded = append(succeeded, p)
 		case s.awaitsReplacement(p):
 			continue
-		case podFailed(p, job):
-			action, msg := matchFailurePolicy(job.Spec.PodFailurePolicy, p)
+		case podFailed(p, job) || failing:
+			// A Job that failed counts all its pods that did not succeed as failed, running
+			// or not, as kube's: it deletes them and waits only for them to go.
+			action, _ := matchFailurePolicy(job.Spec.PodFailurePolicy, p)
 			switch {
 			case action != nil && *action == batchv1.PodFailurePolicyActionIgnore:
-			case !s.podFailure(p): // deleted by the suspension, not a failure
+			case !failing && !s.podFailure(p): // deleted by the suspension, not a failure
 			default:
-				if action != nil && *action == batchv1.PodFailurePolicyActionFailJob && failJob == "" {
-					failJob = msg
-				}
 				unc.Failed = append(unc.Failed, p.UID)
 				failed = append(failed, p)
 			}
+		case s.finishing(): // succeeded: the pods it deletes count for nothing
 		default:
 			continue // still running, or deleted with a phase the Job waits for
 		}
 		release = append(release, p)
-	}
-	if failJob != "" && !jobutil.ConditionTrue(job, batchv1.JobFailureTarget) {
-		setCondition(job, batchv1.JobFailureTarget, corev1.ConditionTrue, reasonPodFailurePolicy, failJob, s.now)
 	}
 	s.st.recordFinished(succeeded, failed)
 	if len(unc.Succeeded)+len(unc.Failed) > 0 { // with the indexes these pods failed
@@ -273,6 +273,25 @@ func (c *Controller) countFinished(ctx context.Context, s *syncCtx) error {
 	job.Status.Failed += int32(len(unc.Failed))
 	unc.Succeeded, unc.Failed = nil, nil
 	return nil
+}
+
+// failJobMessage is why a failed pod fails the Job by a FailJob rule of its
+// podFailurePolicy, if one does and the Job has not already failed or succeeded. As kube's
+// syncJob, it looks at every failed pod before anything else, so an index's retry is not
+// waited for.
+func (s *syncCtx) failJobMessage() string {
+	if s.finishing() {
+		return ""
+	}
+	for _, p := range s.pods {
+		if !podFailed(p, s.job) {
+			continue
+		}
+		if action, msg := matchFailurePolicy(s.job.Spec.PodFailurePolicy, p); action != nil && *action == batchv1.PodFailurePolicyActionFailJob {
+			return msg
+		}
+	}
+	return ""
 }
 
 // judge decides whether the Job has failed or succeeded, setting FailureTarget or
