@@ -4,6 +4,10 @@
 package servicepods
 
 import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/workloop"
@@ -15,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/endpointslice"
 	endpointsliceutil "k8s.io/endpointslice/util"
+	"k8s.io/utils/dump"
 )
 
 // Watcher queues the key of every Service whose endpoints a change can affect: the
@@ -112,4 +117,23 @@ func SetTriggerTime(meta *metav1.ObjectMeta, t time.Time) {
 		return
 	}
 	metav1.SetMetaDataAnnotation(meta, corev1.EndpointsLastChangeTriggerTime, t.UTC().Format(time.RFC3339Nano))
+}
+
+// SortByHash orders items by the FNV-128a hash of each one's deep printout, the order kube's
+// endpoint and endpointslice controllers give ports and Endpoints subsets.
+func SortByHash[T any](items []T) {
+	type hashed struct {
+		sum  []byte
+		item T
+	}
+	hs := make([]hashed, len(items))
+	for i, item := range items {
+		h := fnv.New128a()
+		fmt.Fprintf(h, "%v", dump.ForHash(item))
+		hs[i] = hashed{h.Sum(nil), item}
+	}
+	slices.SortStableFunc(hs, func(a, b hashed) int { return bytes.Compare(a.sum, b.sum) })
+	for i := range hs {
+		items[i] = hs[i].item
+	}
 }

@@ -1,16 +1,18 @@
 // Package endpoints keeps the core/v1 Endpoints of every Service with a selector, as
 // kube-controller-manager's endpoint controller: ready pods in addresses, the others in
-// notReadyAddresses, one subset per set of resolved ports. Clients that predate
+// notReadyAddresses, one subset per set of addresses offering the same ports. Clients that predate
 // EndpointSlices (and `kubectl get endpoints`) read them.
 package endpoints
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
-	"sort"
-	"strconv"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/servicepods"
@@ -20,12 +22,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	endpointsliceutil "k8s.io/endpointslice/util"
+	"k8s.io/utils/ptr"
 )
 
 // maxCapacity is the most addresses an Endpoints holds, as kube's: past it the controller
@@ -140,35 +144,29 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return 0, err
 }
 
-// subsets groups the pods by resolved ports: ready ones in addresses, the others (unless
-// terminating) in notReadyAddresses; with publishNotReadyAddresses all are addresses.
+// subsets lays out the pods in kube's canonical form (RepackSubsets): one subset per set of
+// addresses that offer the same ports, ready ones in addresses, the others (unless
+// terminating) in notReadyAddresses (with publishNotReadyAddresses all are addresses);
+// addresses sorted by IP, ports and subsets in the order of their hashes.
 func subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
-	byPorts := map[string]*corev1.EndpointSubset{}
-	var order []string
+	type offer struct {
+		port  *corev1.EndpointPort // nil: a headless Service without ports
+		addrs map[types.UID]bool   // the pods offering it, to whether they are ready
+	}
+	offers := map[string]*offer{}
+	addrs := map[types.UID]corev1.EndpointAddress{}
+	add := func(key string, port *corev1.EndpointPort, pod *corev1.Pod, ready bool) {
+		o := offers[key]
+		if o == nil {
+			o = &offer{port: port, addrs: map[types.UID]bool{}}
+			offers[key] = o
+		}
+		o.addrs[pod.UID] = ready
+	}
 	for _, pod := range pods {
 		ready, _, terminating := servicepods.Conditions(svc, pod)
 		if terminating && !ready {
 			continue
-		}
-		var ports []corev1.EndpointPort
-		key := ""
-		for i := range svc.Spec.Ports {
-			sp := &svc.Spec.Ports[i]
-			port, err := servicepods.TargetPort(pod, sp)
-			if err != nil {
-				continue
-			}
-			ports = append(ports, corev1.EndpointPort{Name: sp.Name, Port: port, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol})
-			key += sp.Name + "/" + string(sp.Protocol) + "/" + strconv.Itoa(int(port)) + ","
-		}
-		if len(ports) == 0 && len(svc.Spec.Ports) > 0 {
-			continue
-		}
-		ss := byPorts[key]
-		if ss == nil {
-			ss = &corev1.EndpointSubset{Ports: ports}
-			byPorts[key] = ss
-			order = append(order, key)
 		}
 		addr := corev1.EndpointAddress{IP: pod.Status.PodIP,
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
@@ -178,25 +176,62 @@ func subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 		if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
 			addr.Hostname = pod.Spec.Hostname
 		}
-		if ready {
-			ss.Addresses = append(ss.Addresses, addr)
-		} else {
-			ss.NotReadyAddresses = append(ss.NotReadyAddresses, addr)
+		addrs[pod.UID] = addr
+		if len(svc.Spec.Ports) == 0 {
+			add("", nil, pod, ready)
+		}
+		for i := range svc.Spec.Ports {
+			sp := &svc.Spec.Ports[i]
+			port, err := servicepods.TargetPort(pod, sp)
+			if err != nil {
+				continue
+			}
+			ep := &corev1.EndpointPort{Name: sp.Name, Port: port, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}
+			add(fmt.Sprintf("%s/%s/%d/%s", ep.Name, ep.Protocol, ep.Port, ptr.Deref(ep.AppProtocol, "")), ep, pod, ready)
 		}
 	}
-	sort.Strings(order)
-	var out []corev1.EndpointSubset
-	for _, k := range order {
-		ss := byPorts[k]
-		sortAddresses(ss.Addresses)
-		sortAddresses(ss.NotReadyAddresses)
+	// The ports offered by the same addresses, alike ready, make one subset.
+	bySet := map[string]*corev1.EndpointSubset{}
+	for _, key := range slices.Sorted(maps.Keys(offers)) {
+		o := offers[key]
+		var set []string
+		for uid, ready := range o.addrs {
+			set = append(set, fmt.Sprintf("%s/%v", uid, ready))
+		}
+		slices.Sort(set)
+		setKey := strings.Join(set, ",")
+		ss := bySet[setKey]
+		if ss == nil {
+			ss = &corev1.EndpointSubset{}
+			for uid, ready := range o.addrs {
+				if ready {
+					ss.Addresses = append(ss.Addresses, addrs[uid])
+				} else {
+					ss.NotReadyAddresses = append(ss.NotReadyAddresses, addrs[uid])
+				}
+			}
+			sortAddresses(ss.Addresses)
+			sortAddresses(ss.NotReadyAddresses)
+			bySet[setKey] = ss
+		}
+		if o.port != nil {
+			ss.Ports = append(ss.Ports, *o.port)
+		}
+	}
+	out := make([]corev1.EndpointSubset, 0, len(bySet))
+	for _, ss := range bySet {
+		servicepods.SortByHash(ss.Ports)
 		out = append(out, *ss)
 	}
+	servicepods.SortByHash(out)
 	return out
 }
 
+// sortAddresses orders addresses by IP, then by the pod's UID, as kube's.
 func sortAddresses(a []corev1.EndpointAddress) {
-	sort.Slice(a, func(i, j int) bool { return a[i].IP < a[j].IP })
+	slices.SortFunc(a, func(x, y corev1.EndpointAddress) int {
+		return cmp.Or(strings.Compare(x.IP, y.IP), strings.Compare(string(x.TargetRef.UID), string(y.TargetRef.UID)))
+	})
 }
 
 // truncate cuts subsets down to maxCapacity addresses, as kube's endpoint controller: the

@@ -133,6 +133,7 @@ func (c *Controller) desired(svc *corev1.Service, pods []*corev1.Pod) []group {
 			}
 			ports = append(ports, discoveryv1.EndpointPort{Name: &sp.Name, Port: &port, Protocol: &sp.Protocol, AppProtocol: sp.AppProtocol})
 		}
+		servicepods.SortByHash(ports) // kube's order of a slice's ports
 		k := portsKey(ports)
 		g := byPorts[k]
 		if g == nil {

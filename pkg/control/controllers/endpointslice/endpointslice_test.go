@@ -161,8 +161,9 @@ func TestEndpointSlicesAndEndpointsFollowPods(t *testing.T) {
 	slices := func() string { return strings.Join(slicesState(t, c, ns, "web"), "\n") }
 	eventually(t, "slices of web (the named port differs per pod: two slices)", slices,
 		"http=8080,metrics=9090|10.244.1.1:true/true/false@node-a/zone-1\nhttp=8081,metrics=9090|10.244.1.2:false/false/false@node-a/zone-1")
+	// One subset per set of addresses that offer the same ports, as kube's RepackSubsets.
 	eventually(t, "endpoints of web", func() string { return endpointsState(t, c, ns, "web") },
-		"http=8080,metrics=9090,ready:10.244.1.1 http=8081,metrics=9090,notready:10.244.1.2")
+		"http=8080,ready:10.244.1.1 http=8081,notready:10.244.1.2 metrics=9090,notready:10.244.1.2,ready:10.244.1.1")
 
 	// b turns ready; a starts terminating.
 	b, _ := c.CoreV1().Pods(ns).Get(ctx, "b", metav1.GetOptions{})
@@ -193,6 +194,51 @@ func TestEndpointSlicesAndEndpointsFollowPods(t *testing.T) {
 	}
 	eventually(t, "slices gone with the service", slices, "")
 	eventually(t, "endpoints gone with the service", func() string { return endpointsState(t, c, ns, "web") }, `endpoints "web" not found`)
+}
+
+// Ports and subsets are laid out as kube's controllers lay them out: a slice's ports and a
+// subset's in the order of their hashes (kube's, recorded from kube-controller-manager 1.36
+// for these ports), and an Endpoints subset per set of addresses offering the same ports.
+func TestPortsAndSubsetsInKubesOrder(t *testing.T) {
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns, c, ctx := cl.Namespace, cl.Client, context.Background()
+	cl.CreateReadyNode(t, "node-o", 10, nil)
+	ports := []corev1.ServicePort{
+		{Name: "http", Port: 80, TargetPort: intstr.FromString("http")},
+		{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP},
+		{Name: "metrics", Port: 9090},
+		{Name: "grpc", Port: 9000, TargetPort: intstr.FromInt32(9001), AppProtocol: ptr.To("kubernetes.io/h2c")},
+	}
+	if _, err := c.CoreV1().Services(ns).Create(ctx, service("ord", false, ports...), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runPod(t, c, ns, "ord", podSpec{name: "a", ip: "10.244.3.1", node: "node-o", ready: true, httpPort: 8080})
+	names := func() string {
+		list, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=ord"})
+		if err != nil || len(list.Items) != 1 {
+			return fmt.Sprint(err, list)
+		}
+		var out []string
+		for _, p := range list.Items[0].Ports {
+			out = append(out, *p.Name)
+		}
+		ep, err := c.CoreV1().Endpoints(ns).Get(ctx, "ord", metav1.GetOptions{})
+		if err != nil || len(ep.Subsets) != 1 {
+			return fmt.Sprint(err, ep)
+		}
+		out = append(out, "|")
+		for _, p := range ep.Subsets[0].Ports {
+			out = append(out, p.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	eventually(t, "the ports of the slice and of the Endpoints", names, "http dns grpc metrics | http grpc metrics dns")
+
+	// A second pod whose named port differs: the Endpoints split by ports' address sets.
+	runPod(t, c, ns, "ord", podSpec{name: "b", ip: "10.244.3.2", node: "node-o", ready: true, httpPort: 8081})
+	eventually(t, "endpoints of ord", func() string { return endpointsState(t, c, ns, "ord") },
+		"dns=53,grpc=9001,metrics=9090,ready:10.244.3.1,ready:10.244.3.2 http=8080,ready:10.244.3.1 http=8081,ready:10.244.3.2")
 }
 
 func TestEndpointSlicesSplitPublishAndLeaveOthersAlone(t *testing.T) {
