@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -79,6 +80,13 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 		return err
 	}
 	list, err := res.NewList()
+	if _, generic := list.(*unstructured.UnstructuredList); !generic {
+		// The items of a typed list name no kind or version, as kube's.
+		for i, obj := range deleted {
+			deleted[i] = obj.DeepCopyObject() // may be the cache's
+			deleted[i].GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		}
+	}
 	if err == nil {
 		err = meta.SetList(list, deleted)
 	}

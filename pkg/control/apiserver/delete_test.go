@@ -70,3 +70,32 @@ func TestDeleteResponses(t *testing.T) {
 		}
 	}
 }
+
+// A deletecollection answers the list of what it deleted; as in kube-apiserver, the items of
+// a typed list name no kind or apiVersion.
+func TestDeleteCollectionItemsWithoutKind(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	for _, name := range []string{"a", "b"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"dc": "yes"}}}
+		if w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps", cm); w.Code != http.StatusCreated {
+			t.Fatalf("POST: %d %s", w.Code, w.Body)
+		}
+	}
+	w := do(t, h, "DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=dc%3Dyes", nil)
+	var got struct {
+		Kind, APIVersion string
+		Items            []map[string]any
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("deletecollection: %d %v: %s", w.Code, err, w.Body)
+	}
+	if got.Kind != "ConfigMapList" || got.APIVersion != "v1" || len(got.Items) != 2 {
+		t.Fatalf("answer %s", w.Body)
+	}
+	for _, item := range got.Items {
+		if item["kind"] != nil || item["apiVersion"] != nil {
+			t.Errorf("item names kind %v, apiVersion %v", item["kind"], item["apiVersion"])
+		}
+	}
+}
