@@ -14,20 +14,21 @@ import (
 // name, plus the roles of our own components.
 
 const (
-	legacyGroup    = ""
-	appsGroup      = "apps"
-	batchGroup     = "batch"
-	policyGroup    = "policy"
-	discoveryGroup = "discovery.k8s.io"
-	coordGroup     = "coordination.k8s.io"
-	eventsGroup    = "events.k8s.io"
-	authzGroup     = "authorization.k8s.io"
-	authnGroup     = "authentication.k8s.io"
-	autoscaling    = "autoscaling"
-	networking     = "networking.k8s.io"
-	certsGroup     = "certificates.k8s.io"
-	storageGroup   = "storage.k8s.io"
-	resourceGroup  = "resource.k8s.io"
+	legacyGroup     = ""
+	appsGroup       = "apps"
+	batchGroup      = "batch"
+	extensionsGroup = "extensions"
+	policyGroup     = "policy"
+	discoveryGroup  = "discovery.k8s.io"
+	coordGroup      = "coordination.k8s.io"
+	eventsGroup     = "events.k8s.io"
+	authzGroup      = "authorization.k8s.io"
+	authnGroup      = "authentication.k8s.io"
+	autoscaling     = "autoscaling"
+	networking      = "networking.k8s.io"
+	certsGroup      = "certificates.k8s.io"
+	storageGroup    = "storage.k8s.io"
+	resourceGroup   = "resource.k8s.io"
 )
 
 var (
@@ -255,7 +256,8 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule("create").groups(authzGroup).resources("localsubjectaccessreviews"),
 			rule(readWrite...).groups(rbacv1.GroupName).resources("roles", "rolebindings"))),
 		// edit and view in kube 1.36's order (the order `kubectl` shows missing rules in),
-		// without the extensions group, which miniapi does not serve. Since 1.22 edit writes
+		// with the extensions group miniapi does not serve, as kube's keep it: a namespace
+		// admin may then grant it, as an old chart's roles do. Since 1.22 edit writes
 		// neither endpoints nor endpointslices (CVE-2021-25740).
 		clusterRole("system:aggregate-to-edit", map[string]string{aggregateToEdit: "true"}, rules(
 			// edit reads what view must not: secrets and the pods' streams.
@@ -271,6 +273,8 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 				"deployments/scale", "deployments/rollback", "replicasets", "replicasets/scale"),
 			rule(write...).groups(autoscaling).resources("horizontalpodautoscalers"),
 			rule(write...).groups(batchGroup).resources("jobs", "cronjobs"),
+			rule(write...).groups(extensionsGroup).resources("daemonsets", "deployments", "deployments/scale", "deployments/rollback",
+				"ingresses", "replicasets", "replicasets/scale", "replicationcontrollers/scale", "networkpolicies"),
 			rule(write...).groups(policyGroup).resources("poddisruptionbudgets"),
 			rule(write...).groups(networking).resources("networkpolicies", "ingresses"),
 			rule(readWrite...).groups(coordGroup).resources("leases"),
@@ -288,6 +292,9 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 				"replicasets", "replicasets/scale", "replicasets/status"),
 			rule(read...).groups(autoscaling).resources("horizontalpodautoscalers", "horizontalpodautoscalers/status"),
 			rule(read...).groups(batchGroup).resources("cronjobs", "cronjobs/status", "jobs", "jobs/status"),
+			rule(read...).groups(extensionsGroup).resources("daemonsets", "daemonsets/status", "deployments", "deployments/scale",
+				"deployments/status", "ingresses", "ingresses/status", "replicasets", "replicasets/scale", "replicasets/status",
+				"replicationcontrollers/scale", "networkpolicies"),
 			rule(read...).groups(policyGroup).resources("poddisruptionbudgets", "poddisruptionbudgets/status"),
 			rule(read...).groups(networking).resources("ingresses", "ingresses/status", "networkpolicies"),
 			rule(read...).groups(resourceGroup).resources("resourceclaims", "resourceclaims/status", "resourceclaimtemplates"))),
@@ -301,7 +308,7 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 		clusterRole("system:kube-dns", nil, rules(rule("list", "watch").groups(legacyGroup).resources("endpoints", "services"))),
 		clusterRole("system:heapster", nil, rules(
 			rule(read...).groups(legacyGroup).resources("events", "pods", "nodes", "namespaces"),
-			rule(read...).groups("extensions").resources("deployments"))),
+			rule(read...).groups(extensionsGroup).resources("deployments"))),
 		clusterRole("system:node-problem-detector", nil, rules(
 			rule("get").groups(legacyGroup).resources("nodes"),
 			rule("patch").groups(legacyGroup).resources("nodes/status"),
