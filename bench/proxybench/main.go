@@ -41,6 +41,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
+	"github.com/minik8s/minik8s/pkg/proxy/server"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -445,7 +446,8 @@ func slice(i, gen int) *discoveryv1.EndpointSlice {
 }
 
 // daemonRSS runs bin/miniproxy against an in-process miniapi holding n services and prints
-// its RSS once its first sync wrote all of them, and after one endpoint change.
+// its RSS once its first sync wrote all of them, after endpoint changes, and at rest after
+// them.
 func daemonRSS(ctx context.Context, n int, binaries []string) error {
 	if floor != "" {
 		if _, err := os.Stat(floor); err != nil {
@@ -634,22 +636,67 @@ func endpointChanges(ctx context.Context, client *kubernetes.Clientset, d *daemo
 			ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"+v4]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"+v4])),
 			programmed.Round(time.Millisecond), cpuOf(d.cmd.Process.Pid)-cpu, daemonMemory(d.cmd.Process.Pid))
 	}
-	if daemonChanges == 0 {
-		return nil
+	if daemonChanges > 0 {
+		// The CPU per change out of many 10 ms ticks, and the RSS once the garbage of many
+		// changes has met its collections (three changes make too little of it).
+		// Its children: iptables-restore and iptables-save.
+		own, children, _ := proc.SelfAndChildren(d.cmd.Process.Pid)
+		for range daemonChanges {
+			if _, _, err := changeEndpoints(ctx, client, d, n, gen); err != nil {
+				return err
+			}
+		}
+		own2, children2, _ := proc.SelfAndChildren(d.cmd.Process.Pid)
+		fmt.Printf("    %d more changes: CPU per change, the daemon's own %v, its children's (iptables-restore) %v; then %s\n",
+			daemonChanges, (own2-own)/time.Duration(daemonChanges), (children2-children)/time.Duration(daemonChanges), daemonMemory(d.cmd.Process.Pid))
 	}
-	// The CPU per change out of many 10 ms ticks, and the RSS once the garbage of many
-	// changes has met its collections (three changes make too little of it).
-	// Its children: iptables-restore and iptables-save.
-	own, children, _ := proc.SelfAndChildren(d.cmd.Process.Pid)
-	for range daemonChanges {
-		if _, _, err := changeEndpoints(ctx, client, d, n, gen); err != nil {
-			return err
+	return atRest(d)
+}
+
+// restMargin is how long past server.IdleReleaseWindow the resting RSS is read: the
+// release (a collection and returning the pages) is done well within it.
+const restMargin = 3 * time.Second
+
+// atRest prints the daemon's RSS once it has been idle past its release window after the
+// last change (a daemon without the idle release: what its heap keeps meanwhile), and its
+// CPU and collections in that time (the release's cost, beside the idle daemon's own).
+func atRest(d *daemon) error {
+	pid := d.cmd.Process.Pid
+	before, err := scrape(d.addr) // before the CPU is read: the scrape's own CPU is not counted
+	if err != nil {
+		return err
+	}
+	cpu := runTime(pid)
+	time.Sleep(server.IdleReleaseWindow + restMargin)
+	cpu = runTime(pid) - cpu
+	mem := daemonMemory(pid)
+	after, err := scrape(d.addr)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    at rest, %v after the last change: %s; its CPU meanwhile %v, %v collections; Go heap %.1f MiB allocated\n",
+		server.IdleReleaseWindow+restMargin, mem, cpu.Round(time.Millisecond/10),
+		after["go_gc_duration_seconds_count"]-before["go_gc_duration_seconds_count"], after["go_memstats_heap_alloc_bytes"]/(1<<20))
+	return nil
+}
+
+// runTime is the CPU time its threads have run so far, in nanoseconds
+// (/proc/PID/task/*/schedstat), not /proc/PID/stat's 10 ms ticks: one collection takes
+// less than a few ticks. Threads that have exited are not counted (Go's seldom exit).
+func runTime(pid int) time.Duration {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var sum time.Duration
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if fields := strings.Fields(string(data)); len(fields) > 0 {
+			ns, _ := strconv.ParseInt(fields[0], 10, 64)
+			sum += time.Duration(ns)
 		}
 	}
-	own2, children2, _ := proc.SelfAndChildren(d.cmd.Process.Pid)
-	fmt.Printf("    %d more changes: CPU per change, the daemon's own %v, its children's (iptables-restore) %v; then %s\n",
-		daemonChanges, (own2-own)/time.Duration(daemonChanges), (children2-children)/time.Duration(daemonChanges), daemonMemory(d.cmd.Process.Pid))
-	return nil
+	return sum
 }
 
 // changeEndpoints gives the middle Service's slice new endpoints through the API and waits

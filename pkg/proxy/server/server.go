@@ -191,6 +191,9 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	var pendingSince time.Time
 	var mu sync.Mutex
 	var readyOnce sync.Once
+	// The window is at most half the sync period, so that the periodic syncs of an idle
+	// daemon cannot put the release off for ever.
+	idle := newIdleRelease(ctx, min(IdleReleaseWindow, o.SyncPeriod/2), debug.FreeOSMemory)
 	syncRules := func() {
 		mu.Lock()
 		since := pendingSince
@@ -201,6 +204,10 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 		}
 		res, err := proxier.Sync(ctx)
 		m.synced(res, err, since)
+		// Every sync, even a failed one, leaves garbage: a full one gives it back below,
+		// partial ones once they stop coming (not after each: a busy cluster syncs every
+		// second, and each release is a forced collection).
+		idle.synced(err == nil && res.full)
 		if err != nil {
 			log.Error("sync of proxy rules failed", "err", err)
 			return
