@@ -674,9 +674,11 @@ func atRest(d *daemon) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("    at rest, %v after the last change: %s; its CPU meanwhile %v, %v collections; Go heap %.1f MiB allocated\n",
+	fmt.Printf("    at rest, %v after the last change: %s; its CPU meanwhile %v, %v collections; Go heap %.1f MiB allocated, %.1f in spans, %.1f idle not returned; stacks %.1f\n",
 		server.IdleReleaseWindow+restMargin, mem, cpu.Round(time.Millisecond/10),
-		after["go_gc_duration_seconds_count"]-before["go_gc_duration_seconds_count"], after["go_memstats_heap_alloc_bytes"]/(1<<20))
+		after["go_gc_duration_seconds_count"]-before["go_gc_duration_seconds_count"], after["go_memstats_heap_alloc_bytes"]/(1<<20),
+		after["go_memstats_heap_inuse_bytes"]/(1<<20), (after["go_memstats_heap_idle_bytes"]-after["go_memstats_heap_released_bytes"])/(1<<20),
+		after["go_memstats_stack_inuse_bytes"]/(1<<20))
 	return nil
 }
 
