@@ -124,9 +124,7 @@ func TestFailIndex(t *testing.T) {
 	c, ctx := start(t)
 	j := newIndexedJob("failindex", 2, 1)
 	j.Spec.BackoffLimitPerIndex = ptr.To[int32](3)
-	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
-		{Action: batchv1.PodFailurePolicyActionFailIndex, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
-	}}
+	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{onExitCode(batchv1.PodFailurePolicyActionFailIndex, 42)}}
 	createJob(t, ctx, c, j)
 	exit := failIndex("0", 42)
 	pods := runIndexes(t, ctx, c, "failindex", 20*time.Second, exit, isFailed)
@@ -195,9 +193,7 @@ func TestFailJobBeforeIndexRetry(t *testing.T) {
 	c, ctx := start(t)
 	j := newIndexedJob("failjob", 2, 2)
 	j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
-	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
-		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
-	}}
+	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{onExitCode(batchv1.PodFailurePolicyActionFailJob, 42)}}
 	createJob(t, ctx, c, j)
 	exit := func(idx string) int32 {
 		if idx == "0" {
@@ -229,9 +225,7 @@ func TestFailJobAfterSuccessCriteriaMet(t *testing.T) {
 	c, ctx := start(t)
 	j := newIndexedJob("metfirst", 2, 2)
 	j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
-	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
-		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
-	}}
+	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{onExitCode(batchv1.PodFailurePolicyActionFailJob, 42)}}
 	// A finalizer of the test's keeps index 1's pod after its deletion, until its status says
 	// how it ended.
 	const hold = "example.com/hold"

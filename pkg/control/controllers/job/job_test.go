@@ -121,6 +121,12 @@ func finishPod(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, p
 	}
 }
 
+// onExitCode is a podFailurePolicy rule taking action when a container exits with code.
+func onExitCode(action batchv1.PodFailurePolicyAction, code int32) batchv1.PodFailurePolicyRule {
+	return batchv1.PodFailurePolicyRule{Action: action, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+		Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{code}}}
+}
+
 func createJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, j *batchv1.Job) {
 	t.Helper()
 	if _, err := c.Client.BatchV1().Jobs(c.Namespace).Create(ctx, j, metav1.CreateOptions{}); err != nil {
@@ -344,7 +350,7 @@ func TestPodFailurePolicy(t *testing.T) {
 	c, ctx := start(t)
 	j := newJob("policy")
 	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
-		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
+		onExitCode(batchv1.PodFailurePolicyActionFailJob, 42),
 		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
 	}}
 	createJob(t, ctx, c, j)
