@@ -78,8 +78,13 @@ func GRPC(ctx context.Context, addr, service string) (Result, string) {
 }
 
 // timedOut: err came from the probe's deadline (the connection's, which is the same and
-// may pass a moment before the context notices).
+// may pass a moment before the context notices). The clock is read too, as grpc-go reads it
+// for a stream the server cancelled: on a loaded node the context's timer may fire after
+// the server's RST_STREAM for the same deadline has arrived.
 func timedOut(ctx context.Context, err error) bool {
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return true
+	}
 	return ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)
 }
 

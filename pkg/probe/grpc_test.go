@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // countingListener counts the connections it accepts.
@@ -138,5 +140,23 @@ func TestGRPCSlowCall(t *testing.T) {
 	defer cancel()
 	if r, out := GRPC(ctx, l.Addr().String(), ""); r != Failure || out != "timeout: health rpc did not complete within 1s" {
 		t.Errorf("GRPC = %v %q", r, out)
+	}
+}
+
+// pastDeadline is a context whose deadline has passed but whose timer has not fired yet,
+// as on a loaded node.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// An error that comes once the deadline has passed is the probe's timeout, even before the
+// context says so: a server's RST_STREAM CANCEL for the same deadline may come first.
+func TestTimedOutByTheClock(t *testing.T) {
+	cancelled := status.Error(codes.Canceled, "stream terminated by RST_STREAM with error code: CANCEL")
+	if !timedOut(pastDeadline{context.Background()}, cancelled) {
+		t.Error("an error after the deadline is not a timeout")
+	}
+	if timedOut(context.Background(), cancelled) {
+		t.Error("an error without a deadline is a timeout")
 	}
 }
