@@ -133,10 +133,10 @@ func (c *Controller) desired(svc *corev1.Service, pods []*corev1.Pod) []group {
 			}
 			ports = append(ports, discoveryv1.EndpointPort{Name: &sp.Name, Port: &port, Protocol: &sp.Protocol, AppProtocol: sp.AppProtocol})
 		}
-		servicepods.SortByHash(ports) // kube's order of a slice's ports
 		k := portsKey(ports)
 		g := byPorts[k]
 		if g == nil {
+			servicepods.SortByHash(ports) // kube's order of a slice's ports
 			g = &group{ports: ports}
 			byPorts[k] = g
 		}
