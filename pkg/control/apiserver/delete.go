@@ -80,17 +80,17 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 		return err
 	}
 	list, err := res.NewList()
+	if err != nil {
+		return err
+	}
 	if _, generic := list.(*unstructured.UnstructuredList); !generic {
-		// The items of a typed list name no kind or version, as kube's.
-		for i, obj := range deleted {
-			deleted[i] = obj.DeepCopyObject() // may be the cache's
-			deleted[i].GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		// The items of a typed list name no kind or version, as kube's. The objects are
+		// this request's own, decoded for it.
+		for _, obj := range deleted {
+			obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 		}
 	}
-	if err == nil {
-		err = meta.SetList(list, deleted)
-	}
-	if err != nil {
+	if err := meta.SetList(list, deleted); err != nil {
 		return err
 	}
 	lm, _ := meta.ListAccessor(list)
