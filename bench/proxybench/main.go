@@ -666,9 +666,9 @@ func atRest(d *daemon) error {
 	if err != nil {
 		return err
 	}
-	cpu := runTime(pid)
+	cpu := proc.RunTime(pid)
 	time.Sleep(server.IdleReleaseWindow + restMargin)
-	cpu = runTime(pid) - cpu
+	cpu = proc.RunTime(pid) - cpu
 	mem := daemonMemory(pid)
 	after, err := scrape(d.addr)
 	if err != nil {
@@ -680,25 +680,6 @@ func atRest(d *daemon) error {
 		after["go_memstats_heap_inuse_bytes"]/(1<<20), (after["go_memstats_heap_idle_bytes"]-after["go_memstats_heap_released_bytes"])/(1<<20),
 		after["go_memstats_stack_inuse_bytes"]/(1<<20))
 	return nil
-}
-
-// runTime is the CPU time its threads have run so far, in nanoseconds
-// (/proc/PID/task/*/schedstat), not /proc/PID/stat's 10 ms ticks: one collection takes
-// less than a few ticks. Threads that have exited are not counted (Go's seldom exit).
-func runTime(pid int) time.Duration {
-	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	var sum time.Duration
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		if fields := strings.Fields(string(data)); len(fields) > 0 {
-			ns, _ := strconv.ParseInt(fields[0], 10, 64)
-			sum += time.Duration(ns)
-		}
-	}
-	return sum
 }
 
 // changeEndpoints gives the middle Service's slice new endpoints through the API and waits

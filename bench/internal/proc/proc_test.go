@@ -28,6 +28,23 @@ func TestCPUTimesOfThisProcess(t *testing.T) {
 	}
 }
 
+// TestRunTimeOfThisProcess: the test's own threads' run time grows while it spins; a
+// process that does not exist has run for nothing.
+func TestRunTimeOfThisProcess(t *testing.T) {
+	start := RunTime(os.Getpid())
+	if start == 0 {
+		t.Fatal("RunTime of this process: 0")
+	}
+	for deadline := time.Now().Add(5 * time.Second); RunTime(os.Getpid())-start < 20*time.Millisecond; {
+		if time.Now().After(deadline) {
+			t.Fatalf("RunTime grew by %v in 5 s of spinning", RunTime(os.Getpid())-start)
+		}
+	}
+	if got := RunTime(1 << 30); got != 0 {
+		t.Errorf("RunTime of no process = %v", got)
+	}
+}
+
 // TestSumSmaps: resident kB are summed per file and permissions, every mapping without a
 // file path (heap, stack, anonymous) as one, largest first (then by name).
 func TestSumSmaps(t *testing.T) {
