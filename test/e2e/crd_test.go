@@ -247,9 +247,10 @@ spec:
 	reconciled(first, 60*time.Second)
 
 	// Deleting the ChaosPod deletes its pod: the garbage collector follows the owner
-	// reference the example set to a custom resource.
+	// reference the example set to a custom resource (a minute: the collector learns a new
+	// CRD's kind within its 30 s discovery period, as kube's).
 	mustKubectl(t, l, "delete", "chaospod", "chaos", "--timeout=30s")
-	waitFor(t, "the deleted ChaosPod's pod to go", 30*time.Second, func() (bool, string) {
+	waitFor(t, "the deleted ChaosPod's pod to go", time.Minute, func() (bool, string) {
 		pod, err := client.CoreV1().Pods("default").Get(ctx, "chaos", metav1.GetOptions{})
 		if err != nil {
 			return apierrors.IsNotFound(err), err.Error()

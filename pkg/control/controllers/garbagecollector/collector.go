@@ -6,7 +6,9 @@
 // A dependent that still has a valid owner is kept and loses only its references to owners
 // gone or being deleted in the foreground. Like Kubernetes' collector it reads and writes
 // only metadata, whatever the kind: through metadata informers (PartialObjectMetadata), or
-// through the typed informers other components of the process already run.
+// through the typed informers other components of the process already run. It reads the
+// server's resources every 30 s, so it watches those of CRDs created since it started; an
+// owner of a kind it does not know keeps its dependents.
 package garbagecollector
 
 import (
@@ -17,6 +19,8 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/discovered"
@@ -44,13 +48,29 @@ import (
 type Collector struct {
 	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
-	mapper    meta.RESTMapper
+	mapper    atomic.Pointer[meta.RESTMapper] // as of the last discovery
 	shared    map[schema.GroupVersionResource]cache.SharedIndexInformer
 	graph     *graph
 	queue     workqueue.TypedRateLimitingInterface[types.UID]
 	recorder  record.EventRecorder
 	log       *slog.Logger
+
+	monitors map[schema.GroupVersionResource]*monitor // the resources watched; Run's alone
+	running  sync.WaitGroup                           // the informers started here
 }
+
+// monitor is the watch on one resource: the handler on a shared informer, or an informer of
+// the collector's own, stopped by stop.
+type monitor struct {
+	informer     cache.SharedIndexInformer
+	registration cache.ResourceEventHandlerRegistration
+	stop         context.CancelFunc // nil for a shared informer
+}
+
+// resyncPeriod is how often the collector reads the server's resources again, to watch those
+// of CRDs and aggregated APIs that came and stop watching those that went, as
+// kube-controller-manager's collector syncs every 30 s.
+const resyncPeriod = 30 * time.Second
 
 // New makes a collector; Run starts its informers. shared are typed informers that other
 // components run (and start) anyway: the collector watches those resources through them
@@ -59,7 +79,7 @@ type Collector struct {
 func New(md metadata.Interface, disc discovery.DiscoveryInterface, shared map[schema.GroupVersionResource]cache.SharedIndexInformer, recorder record.EventRecorder, log *slog.Logger) *Collector {
 	return &Collector{
 		metadata: md, discovery: disc, shared: shared, recorder: recorder, log: log, graph: newGraph(),
-		queue: workloop.NewQueue[types.UID](""),
+		queue: workloop.NewQueue[types.UID](""), monitors: map[schema.GroupVersionResource]*monitor{},
 	}
 }
 
@@ -67,29 +87,23 @@ func New(md metadata.Interface, disc discovery.DiscoveryInterface, shared map[sc
 // until ctx ends.
 func (c *Collector) Run(ctx context.Context) error {
 	defer c.queue.ShutDown() // also when ctx ends before the caches fill
+	defer c.running.Wait()
+	ctx, stop := context.WithCancel(ctx) // the informers' too, whatever ends Run
+	defer stop()
 	defer utilruntime.HandleCrash()
 	resources, err := c.discover(ctx)
 	if err != nil {
 		return err
 	}
-	factory := metadatainformer.NewSharedInformerFactoryWithOptions(c.metadata, 0, metadatainformer.WithTransform(trim.ManagedFields))
-	var synced []cache.InformerSynced
-	for _, gvr := range resources {
-		inf, ok := c.shared[gvr]
-		if !ok {
-			inf = factory.ForResource(gvr).Informer()
-		}
-		reg, err := inf.AddEventHandler(c.handler(gvr))
-		if err != nil {
-			return err
-		}
-		synced = append(synced, reg.HasSynced) // its graph has every object, not only the cache
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return nil
+	if err := c.watch(ctx, resources); err != nil {
+		return err
 	}
 	c.log.Info("garbage collector started", "resources", len(resources))
+	c.running.Add(1)
+	go func() {
+		defer c.running.Done()
+		wait.UntilWithContext(ctx, c.resync, resyncPeriod)
+	}()
 	workloop.Run(ctx, c.queue, c.log, c.process)
 	return nil
 }
@@ -101,12 +115,8 @@ func (c *Collector) discover(ctx context.Context) ([]schema.GroupVersionResource
 	var resources []schema.GroupVersionResource
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
-		groups, err := restmapper.GetAPIGroupResources(c.discovery)
-		if err == nil {
-			c.mapper = restmapper.NewDiscoveryRESTMapper(groups)
-			resources, err = c.watchable()
-		}
-		if err != nil {
+		var err error
+		if resources, err = c.discoverOnce(); err != nil {
 			c.log.Warn("garbage collector discovery failed; retrying", "err", err)
 			return false, nil
 		}
@@ -115,14 +125,101 @@ func (c *Collector) discover(ctx context.Context) ([]schema.GroupVersionResource
 	return resources, err
 }
 
-func (c *Collector) watchable() ([]schema.GroupVersionResource, error) {
-	lists, err := c.discovery.ServerPreferredResources()
-	if err != nil && len(lists) == 0 {
+// discoverOnce reads the server's resources and their kinds. Groups that failed to answer
+// (an aggregated API down) keep the resources watched before, as kube's collector keeps them.
+func (c *Collector) discoverOnce() ([]schema.GroupVersionResource, error) {
+	groups, err := restmapper.GetAPIGroupResources(c.discovery)
+	if groups == nil {
 		return nil, fmt.Errorf("garbage collector discovery: %w", err)
 	}
-	return slices.DeleteFunc(discovered.Supporting(lists, "list", "watch", "delete"), func(gvr schema.GroupVersionResource) bool {
+	lists, err := c.discovery.ServerPreferredResources()
+	if len(lists) == 0 {
+		return nil, fmt.Errorf("garbage collector discovery: %w", err)
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	c.mapper.Store(&mapper)
+	resources := slices.DeleteFunc(discovered.Supporting(lists, "list", "watch", "delete"), func(gvr schema.GroupVersionResource) bool {
 		return ignoredResources[gvr.GroupResource()]
-	}), nil
+	})
+	if failed, partial := discovery.GroupDiscoveryFailedErrorGroups(err); partial {
+		for gvr := range c.monitors {
+			if _, ok := failed[gvr.GroupVersion()]; ok && !slices.Contains(resources, gvr) {
+				resources = append(resources, gvr)
+			}
+		}
+	}
+	return resources, nil
+}
+
+// resync reads the server's resources again and watches them as they are now; when
+// resources came, the objects whose owners the graph has not seen are looked at again: an
+// owner of a kind unknown until now may be gone, which no event of its will tell.
+func (c *Collector) resync(ctx context.Context) {
+	resources, err := c.discoverOnce()
+	if err != nil {
+		c.log.Warn("garbage collector discovery failed; keeping the resources watched", "err", err)
+		return
+	}
+	added := slices.ContainsFunc(resources, func(gvr schema.GroupVersionResource) bool { return c.monitors[gvr] == nil })
+	if err := c.watch(ctx, resources); err != nil {
+		c.log.Warn("garbage collector could not watch the resources discovered", "err", err)
+		return
+	}
+	if added {
+		for _, uid := range c.graph.withUnseenOwners() {
+			c.queue.Add(uid)
+		}
+	}
+}
+
+// watch starts watching the resources not watched yet, stops watching those no longer
+// served, and waits until the new watches have listed every object.
+func (c *Collector) watch(ctx context.Context, resources []schema.GroupVersionResource) error {
+	for gvr, m := range c.monitors {
+		if slices.Contains(resources, gvr) {
+			continue
+		}
+		if m.stop != nil {
+			m.stop()
+		} else if err := m.informer.RemoveEventHandler(m.registration); err != nil {
+			return err
+		}
+		delete(c.monitors, gvr)
+		c.log.Info("garbage collector stopped watching a resource no longer served", "resource", gvr)
+	}
+	var synced []cache.InformerSynced
+	for _, gvr := range resources {
+		if c.monitors[gvr] != nil {
+			continue
+		}
+		m := &monitor{informer: c.shared[gvr]}
+		if m.informer == nil {
+			m.informer = metadatainformer.NewFilteredMetadataInformer(c.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+			if err := m.informer.SetTransform(trim.ManagedFields); err != nil {
+				return err
+			}
+		}
+		reg, err := m.informer.AddEventHandler(c.handler(gvr))
+		if err != nil {
+			return err
+		}
+		m.registration = reg
+		if c.shared[gvr] == nil {
+			var informerCtx context.Context
+			informerCtx, m.stop = context.WithCancel(ctx)
+			c.running.Add(1)
+			go func() {
+				defer c.running.Done()
+				m.informer.RunWithContext(informerCtx)
+			}()
+		}
+		c.monitors[gvr] = m
+		synced = append(synced, reg.HasSynced) // its graph has every object, not only the cache
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // ignoredResources are left alone, as by Kubernetes' collector (its DefaultIgnoredResources):
@@ -338,7 +435,7 @@ func (c *Collector) unblockOwners(ctx context.Context, o *object) error {
 // reportInvalidNamespace tells with a Warning Event on the dependent, in Kubernetes' words,
 // that its reference names an object of another namespace.
 func (c *Collector) reportInvalidNamespace(dep *object, ref metav1.OwnerReference) {
-	gvk, err := c.mapper.KindFor(dep.gvr)
+	gvk, err := (*c.mapper.Load()).KindFor(dep.gvr)
 	if err != nil {
 		return
 	}
@@ -356,13 +453,12 @@ func (c *Collector) owner(ctx context.Context, ref metav1.OwnerReference, namesp
 	if owner := c.graph.get(ref.UID); owner != nil && owner.name == ref.Name && (owner.namespace == "" || owner.namespace == namespace) {
 		return owner, nil
 	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+	mapping, err := (*c.mapper.Load()).RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, nil // an owner reference no API could serve: treat the owner as gone
-	}
-	mapping, err := c.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
-	if err != nil {
-		return nil, nil
+		// A kind not served (yet: a CRD created since the last discovery, or an API gone
+		// in an upgrade) keeps the dependent, retried with back-off, as kube's collector.
+		return nil, fmt.Errorf("owner reference to %s, %s: %w", ref.APIVersion, ref.Kind, err)
 	}
 	switch {
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:

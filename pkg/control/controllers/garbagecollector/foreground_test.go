@@ -43,10 +43,11 @@ func deleteInForeground(t *testing.T, client kubernetes.Interface, cm *corev1.Co
 	}
 }
 
-// waitGone waits until none of the named config maps of ns exists.
+// waitGone waits until none of the named config maps of ns exists: a minute, two of the
+// collector's discovery periods.
 func waitGone(t *testing.T, client kubernetes.Interface, ns string, names ...string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			if _, err := client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, nil
@@ -55,7 +56,7 @@ func waitGone(t *testing.T, client kubernetes.Interface, ns string, names ...str
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("%v still exist after 20 s: %v", names, err)
+		t.Fatalf("%v still exist after a minute: %v", names, err)
 	}
 }
 

@@ -123,3 +123,19 @@ func (g *graph) dependentsLocked(uid types.UID) []types.UID {
 	}
 	return out
 }
+
+// withUnseenOwners are the objects with an owner reference to an object the graph has not
+// seen.
+func (g *graph) withUnseenOwners() []types.UID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []types.UID
+	for owner, deps := range g.dependents {
+		if g.objects[owner] == nil {
+			for d := range deps {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
