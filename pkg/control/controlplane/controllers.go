@@ -373,7 +373,7 @@ func startDisruption(c *ControllerContext) (runner, error) {
 }
 
 func startResourceQuota(c *ControllerContext) (runner, error) {
-	return resourcequota.New(c.Client, c.Informers, c.Log.With("component", resourcequota.Name))
+	return resourcequota.New(c.Client, c.Metadata, c.Informers, c.Log.With("component", resourcequota.Name))
 }
 
 func startPVBinder(c *ControllerContext) (runner, error) {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/trim"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	"github.com/minik8s/minik8s/pkg/control/quota"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -38,11 +41,14 @@ const ResyncPeriod = 5 * time.Minute
 type Controller struct {
 	client  kubernetes.Interface
 	factory informers.SharedInformerFactory
-	quotas  corelisters.ResourceQuotaLister
-	synced  cache.InformerSynced
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
-	queue   workqueue.TypedRateLimitingInterface[string]
-	log     *slog.Logger
+	// metadata watches the resources the typed factory has no informer for (custom
+	// resources, aggregated APIs): counting needs no more than their metadata.
+	metadata metadatainformer.SharedInformerFactory
+	quotas   corelisters.ResourceQuotaLister
+	synced   cache.InformerSynced
+	mapper   *restmapper.DeferredDiscoveryRESTMapper
+	queue    workqueue.TypedRateLimitingInterface[string]
+	log      *slog.Logger
 
 	// monitors are the shared informers of the resources some quota counts, started on
 	// first need as kube-controller-manager's quota monitor does.
@@ -52,11 +58,13 @@ type Controller struct {
 }
 
 // New wires the controller to the shared informer factory: quotas now, the informers of
-// the resources quotas name when a quota first names them.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, log *slog.Logger) (*Controller, error) {
+// the resources quotas name when a quota first names them (through md for resources
+// without a typed informer).
+func New(client kubernetes.Interface, md metadata.Interface, factory informers.SharedInformerFactory, log *slog.Logger) (*Controller, error) {
 	quotas := factory.Core().V1().ResourceQuotas()
 	c := &Controller{
 		client: client, factory: factory, quotas: quotas.Lister(), synced: quotas.Informer().HasSynced,
+		metadata: metadatainformer.NewSharedInformerFactoryWithOptions(md, 0, metadatainformer.WithTransform(trim.ManagedFields)),
 		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery())),
 		queue:    workloop.NewQueue[string]("resourcequota"),
 		log:      log,
@@ -86,18 +94,20 @@ func (c *Controller) enqueue(obj any) { workloop.Enqueue(c.queue)(obj) }
 func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer, error) {
 	gvr, err := c.mapper.ResourceFor(gr.WithVersion(""))
 	if err != nil {
-		c.mapper.Reset()
+		c.mapper.Reset() // a CRD created since the last discovery: read it again, once
+		gvr, err = c.mapper.ResourceFor(gr.WithVersion(""))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("resource %s: %w", gr, err)
 	}
 	c.mu.Lock()
 	inf, ok := c.monitors[gvr]
 	if !ok {
-		generic, err := c.factory.ForResource(gvr)
-		if err != nil {
-			c.mu.Unlock()
-			return nil, fmt.Errorf("no informer for %s: %w", gr, err)
+		if typed, err := c.factory.ForResource(gvr); err == nil {
+			inf = typed.Informer()
+		} else {
+			inf = c.metadata.ForResource(gvr).Informer()
 		}
-		inf = generic.Informer()
 		objectChanged := workloop.EnqueueNamespace(c.queue, c.quotas.ResourceQuotas) // wakes the quotas of the object's namespace
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			// Not on adds, nor on updates that change no usage: ResourceQuota admission
@@ -117,7 +127,8 @@ func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer
 			return nil, err
 		}
 		c.monitors[gvr] = inf
-		c.factory.Start(c.stop) // starts only the informers not yet running
+		c.factory.Start(c.stop) // start only the informers not yet running
+		c.metadata.Start(c.stop)
 	}
 	c.mu.Unlock()
 	if !cache.WaitForCacheSync(c.stop, inf.HasSynced) {
