@@ -52,17 +52,15 @@ import (
 	"github.com/minik8s/minik8s/pkg/pki"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -78,8 +76,13 @@ type ControllerContext struct {
 	Client    kubernetes.Interface
 	Metadata  metadata.Interface
 	Informers informers.SharedInformerFactory
-	Options   Options
-	Log       *slog.Logger
+	// Mapper maps kinds to resources from discovery, read again every 30 s, for the
+	// controllers that meet kinds in references (scale targets, owners, policies' types).
+	Mapper meta.ResettableRESTMapper
+	// Scales reads any kind's scale subresource, custom resources' too.
+	Scales  scale.ScalesGetter
+	Options Options
+	Log     *slog.Logger
 	// RootCA is the cluster CA's PEM, published in every namespace for pods.
 	RootCA []byte
 	// CA signs approved certificate requests (csrsigning).
@@ -328,9 +331,8 @@ func startClusterRoleAggregation(c *ControllerContext) (runner, error) {
 func startPolicyStatus(c *ControllerContext) (runner, error) {
 	schemas := resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, scheme.Scheme, apiextensionsscheme.Scheme).
 		Combine(&resolver.ClientDiscoveryResolver{Discovery: c.Client.Discovery()})
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
 	return policystatus.New(c.Client, c.Informers.Admissionregistration().V1().ValidatingAdmissionPolicies(),
-		&validating.TypeChecker{SchemaResolver: schemas, RestMapper: mapper}, c.Log.With("component", "validatingadmissionpolicy-status-controller"))
+		&validating.TypeChecker{SchemaResolver: schemas, RestMapper: c.Mapper}, c.Log.With("component", "validatingadmissionpolicy-status-controller"))
 }
 
 func startRootCACertPublisher(c *ControllerContext) (runner, error) {
@@ -369,11 +371,11 @@ func startPodGC(c *ControllerContext) (runner, error) {
 }
 
 func startDisruption(c *ControllerContext) (runner, error) {
-	return disruption.New(c.Client, c.Informers, c.Recorder(disruption.EventSource), clock.RealClock{}, c.Log.With("component", disruption.Name))
+	return disruption.New(c.Client, c.Informers, c.Mapper, c.Scales, c.Recorder(disruption.EventSource), clock.RealClock{}, c.Log.With("component", disruption.Name))
 }
 
 func startResourceQuota(c *ControllerContext) (runner, error) {
-	return resourcequota.New(c.Client, c.Metadata, c.Informers, c.Log.With("component", resourcequota.Name))
+	return resourcequota.New(c.Client, c.Metadata, c.Mapper, c.Informers, c.Log.With("component", resourcequota.Name))
 }
 
 func startPVBinder(c *ControllerContext) (runner, error) {
@@ -450,16 +452,11 @@ func startHorizontalPodAutoscaler(c *ControllerContext) (runner, error) {
 	opts.Tolerance = cmp.Or(h.Tolerance, opts.Tolerance)
 	// Targets are found through discovery, as kube-controller-manager finds them: any kind
 	// with a scale subresource, custom resources included.
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
-	scales, err := scale.NewForConfig(c.Config, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(c.Client.Discovery()))
-	if err != nil {
-		return nil, err
-	}
 	metrics, err := metricsclient.NewForConfig(c.Config)
 	if err != nil {
 		return nil, err
 	}
-	return podautoscaler.New(c.Client, scales, mapper, podautoscaler.ResourceMetrics{Client: metrics},
+	return podautoscaler.New(c.Client, c.Scales, c.Mapper, podautoscaler.ResourceMetrics{Client: metrics},
 		c.Informers.Autoscaling().V2().HorizontalPodAutoscalers(), c.Informers.Core().V1().Pods(),
 		c.Recorder(podautoscaler.Name), clock.RealClock{}, opts, c.Log.With("component", podautoscaler.Name))
 }

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/discovered"
 	"github.com/minik8s/minik8s/internal/controller/trim"
 	"github.com/minik8s/minik8s/internal/eventsink"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
@@ -52,10 +53,12 @@ import (
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 )
@@ -589,6 +592,10 @@ func installAdminPolicyCRDs(ctx context.Context, crds crdclient.Interface, serve
 	}
 }
 
+// mapperResetPeriod is how often the controllers' RESTMapper forgets what discovery said
+// (kube-controller-manager's 30 s).
+const mapperResetPeriod = 30 * time.Second
+
 // runComponents starts the scheduler and the controllers as API clients. They read the
 // process's shared informers; the controllers write as the controller manager (cfg), the
 // scheduler (its bindings, pod status and leases) as itself. What they run is counted in
@@ -614,8 +621,16 @@ func runComponents(ctx context.Context, running *sync.WaitGroup, factory informe
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(eventsink.New(ctx, client.CoreV1()))
 	running.Go(func() { <-ctx.Done(); broadcaster.Shutdown() })
-	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: ca.CertPEM, CA: ca,
-		LegacyTokens: legacyTokens, broadcaster: broadcaster, running: running}
+	// One mapper for the controllers, forgotten every 30 s as kube-controller-manager resets
+	// its shared RESTMapper (and read again on a miss): CRDs' kinds are found.
+	mapper := discovered.Mapper(client.Discovery())
+	running.Go(func() { wait.Until(mapper.Reset, mapperResetPeriod, ctx.Done()) })
+	scales, err := scale.NewForConfig(cfg, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(client.Discovery()))
+	if err != nil {
+		return err
+	}
+	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Mapper: mapper, Scales: scales, Options: o, Log: log,
+		RootCA: ca.CertPEM, CA: ca, LegacyTokens: legacyTokens, broadcaster: broadcaster, running: running}
 	identity := electionIdentity(o.hostname())
 	// Informers run for the whole process (a standby's caches stay warm; admission's and
 	// authorization's run from the start); the components run while this miniapi leads,

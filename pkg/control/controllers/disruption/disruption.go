@@ -4,10 +4,11 @@
 package disruption
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/workloop"
@@ -19,18 +20,22 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	endpointsliceutil "k8s.io/endpointslice/util"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -54,21 +59,26 @@ type Controller struct {
 	deployments appslisters.DeploymentLister
 	sets        appslisters.StatefulSetLister
 	rcs         corelisters.ReplicationControllerLister
-	synced      []cache.InformerSynced
-	queue       workqueue.TypedRateLimitingInterface[string]
-	recorder    record.EventRecorder
-	clock       clock.Clock
-	log         *slog.Logger
+	// mapper, scales and discovery find the scale of a controller of another kind.
+	mapper    apimeta.RESTMapper
+	scales    scale.ScalesGetter
+	discovery discovery.DiscoveryInterface
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	recorder  record.EventRecorder
+	clock     clock.Clock
+	log       *slog.Logger
 }
 
 // New wires the controller to the shared informers: budgets, pods, and the controllers
-// whose scale says how many pods a budget expects.
-func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorder record.EventRecorder, clk clock.Clock, log *slog.Logger) (*Controller, error) {
+// whose scale says how many pods a budget expects (other kinds' through scales).
+func New(client kubernetes.Interface, f informers.SharedInformerFactory, mapper apimeta.RESTMapper, scales scale.ScalesGetter, recorder record.EventRecorder, clk clock.Clock, log *slog.Logger) (*Controller, error) {
 	pdbs, pods := f.Policy().V1().PodDisruptionBudgets(), f.Core().V1().Pods()
 	rss, deps, sets, rcs := f.Apps().V1().ReplicaSets(), f.Apps().V1().Deployments(), f.Apps().V1().StatefulSets(), f.Core().V1().ReplicationControllers()
 	c := &Controller{
 		client: client, pdbs: pdbs.Lister(), pods: pods.Lister(),
 		rss: rss.Lister(), deployments: deps.Lister(), sets: sets.Lister(), rcs: rcs.Lister(),
+		mapper: mapper, scales: scales, discovery: client.Discovery(),
 		synced: []cache.InformerSynced{pdbs.Informer().HasSynced, pods.Informer().HasSynced, rss.Informer().HasSynced,
 			deps.Informer().HasSynced, sets.Informer().HasSynced, rcs.Informer().HasSynced},
 		queue:    workloop.NewQueue[string]("disruption"),
@@ -203,7 +213,7 @@ func (c *Controller) trySync(ctx context.Context, shared *policyv1.PodDisruption
 	if len(pods) == 0 {
 		c.recorder.Event(pdb, corev1.EventTypeNormal, "NoPods", "No matching pods found")
 	}
-	expected, desired, unmanaged, err := c.expectations(pdb, pods)
+	expected, desired, unmanaged, err := c.expectations(ctx, pdb, pods)
 	if err != nil {
 		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", err)
 		return 0, err
@@ -295,10 +305,10 @@ func (c *Controller) pruneDisrupted(pdb *policyv1.PodDisruptionBudget, pods []*c
 // whether some pods have no controller to count them by. A minAvailable number counts the
 // matching pods; maxUnavailable and percentages scale with the replicas of the pods'
 // controllers.
-func (c *Controller) expectations(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod) (expected, desired int32, unmanaged bool, err error) {
+func (c *Controller) expectations(ctx context.Context, pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod) (expected, desired int32, unmanaged bool, err error) {
 	switch {
 	case pdb.Spec.MaxUnavailable != nil:
-		if expected, unmanaged, err = c.scaleOf(pods); err != nil {
+		if expected, unmanaged, err = c.scaleOf(ctx, pods); err != nil {
 			return 0, 0, false, err
 		}
 		unavailable, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(expected), true)
@@ -309,7 +319,7 @@ func (c *Controller) expectations(pdb *policyv1.PodDisruptionBudget, pods []*cor
 	case pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type == intstr.Int:
 		return int32(len(pods)), pdb.Spec.MinAvailable.IntVal, false, nil
 	case pdb.Spec.MinAvailable != nil:
-		if expected, unmanaged, err = c.scaleOf(pods); err != nil {
+		if expected, unmanaged, err = c.scaleOf(ctx, pods); err != nil {
 			return 0, 0, false, err
 		}
 		available, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, int(expected), true)
@@ -320,7 +330,7 @@ func (c *Controller) expectations(pdb *policyv1.PodDisruptionBudget, pods []*cor
 
 // scaleOf sums the replicas of the pods' controllers, each counted once; a ReplicaSet of a
 // Deployment counts as the Deployment. Pods without a controller are left out, and said.
-func (c *Controller) scaleOf(pods []*corev1.Pod) (total int32, unmanaged bool, err error) {
+func (c *Controller) scaleOf(ctx context.Context, pods []*corev1.Pod) (total int32, unmanaged bool, err error) {
 	seen := map[types.UID]bool{}
 	for _, p := range pods {
 		ref := metav1.GetControllerOf(p)
@@ -328,9 +338,12 @@ func (c *Controller) scaleOf(pods []*corev1.Pod) (total int32, unmanaged bool, e
 			unmanaged = true
 			continue
 		}
-		uid, replicas, err := c.controllerScale(p.Namespace, ref)
+		uid, replicas, found, err := c.controllerScale(ctx, p.Namespace, ref)
 		if err != nil {
-			return 0, false, fmt.Errorf("%w for pod %q", err, p.Name)
+			return 0, false, err
+		}
+		if !found {
+			return 0, false, fmt.Errorf("found no controllers for pod %q", p.Name)
 		}
 		if !seen[uid] {
 			seen[uid] = true
@@ -340,43 +353,74 @@ func (c *Controller) scaleOf(pods []*corev1.Pod) (total int32, unmanaged bool, e
 	return total, unmanaged, nil
 }
 
-var errNoController = errors.New("found no controllers")
-
-func (c *Controller) controllerScale(ns string, ref *metav1.OwnerReference) (types.UID, int32, error) {
-	replicas := func(r *int32) int32 {
-		if r == nil {
-			return 1
-		}
-		return *r
+// controllerScale is the UID and replicas of the controller ref names, found as kube's
+// finders find it: the workloads from the informers, then any kind through its scale
+// subresource (a custom resource's controller); found is false when none matches the ref's
+// UID. err stops the lookup: a kind not served, a resource without a scale subresource.
+func (c *Controller) controllerScale(ctx context.Context, ns string, ref *metav1.OwnerReference) (uid types.UID, replicas int32, found bool, err error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return "", 0, false, err
 	}
-	switch ref.Kind {
-	case "ReplicaSet":
+	workload := func(kind string, groups ...string) bool { return ref.Kind == kind && slices.Contains(groups, gv.Group) }
+	orOne := func(r *int32) int32 { return ptr.Deref(r, 1) }
+	switch {
+	case workload("ReplicaSet", "apps", "extensions"):
 		rs, err := c.rss.ReplicaSets(ns).Get(ref.Name)
 		if err != nil || rs.UID != ref.UID {
-			return "", 0, errNoController
+			return "", 0, false, nil
 		}
 		if owner := metav1.GetControllerOf(rs); owner != nil && owner.Kind == "Deployment" {
-			return c.controllerScale(ns, owner)
+			if uid, replicas, found, err := c.controllerScale(ctx, ns, owner); found || err != nil {
+				return uid, replicas, found, err
+			}
 		}
-		return rs.UID, replicas(rs.Spec.Replicas), nil
-	case "Deployment":
+		return rs.UID, orOne(rs.Spec.Replicas), true, nil
+	case workload("Deployment", "apps", "extensions"):
 		d, err := c.deployments.Deployments(ns).Get(ref.Name)
 		if err != nil || d.UID != ref.UID {
-			return "", 0, errNoController
+			return "", 0, false, nil
 		}
-		return d.UID, replicas(d.Spec.Replicas), nil
-	case "StatefulSet":
+		return d.UID, orOne(d.Spec.Replicas), true, nil
+	case workload("StatefulSet", "apps"):
 		s, err := c.sets.StatefulSets(ns).Get(ref.Name)
 		if err != nil || s.UID != ref.UID {
-			return "", 0, errNoController
+			return "", 0, false, nil
 		}
-		return s.UID, replicas(s.Spec.Replicas), nil
-	case "ReplicationController":
+		return s.UID, orOne(s.Spec.Replicas), true, nil
+	case workload("ReplicationController", ""):
 		rc, err := c.rcs.ReplicationControllers(ns).Get(ref.Name)
 		if err != nil || rc.UID != ref.UID {
-			return "", 0, errNoController
+			return "", 0, false, nil
 		}
-		return rc.UID, replicas(rc.Spec.Replicas), nil
+		return rc.UID, orOne(rc.Spec.Replicas), true, nil
 	}
-	return "", 0, errNoController
+	mapping, err := c.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version)
+	if err != nil {
+		return "", 0, false, err
+	}
+	gr := mapping.Resource.GroupResource()
+	sc, err := c.scales.Scales(ns).Get(ctx, gr, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		// Either the object is gone or its kind has no scale subresource: discovery tells.
+		if has, err := c.hasScale(mapping.Resource); err != nil || !has {
+			return "", 0, false, cmp.Or(err, fmt.Errorf("%s does not implement the scale subresource", gr))
+		}
+		return "", 0, false, nil
+	case err != nil:
+		return "", 0, false, err
+	case sc.UID != ref.UID:
+		return "", 0, false, nil
+	}
+	return sc.UID, sc.Spec.Replicas, true, nil
+}
+
+// hasScale says whether discovery lists a scale subresource of gvr.
+func (c *Controller) hasScale(gvr schema.GroupVersionResource) (bool, error) {
+	list, err := c.discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource+"/scale" }), nil
 }

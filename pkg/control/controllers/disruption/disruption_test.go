@@ -13,19 +13,30 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 )
 
 // readyPod is a running, ready pod of the ReplicaSet on node-1, as its kubelet reports it.
 func readyPod(t *testing.T, c *controlplanetest.Cluster, rs *appsv1.ReplicaSet, name string) {
 	t.Helper()
+	readyPodOf(t, c, *metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")), "web", name)
+}
+
+// readyPodOf is a running, ready pod labelled app=app, controlled by owner.
+func readyPodOf(t *testing.T, c *controlplanetest.Cluster, owner metav1.OwnerReference, app, name string) {
+	t.Helper()
 	ctx := context.Background()
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app},
+			OwnerReferences: []metav1.OwnerReference{owner}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web", Image: "localhost/minik8s/netexec:v1"}}},
 	}
 	p, err := c.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
@@ -272,4 +283,73 @@ func TestFailedSyncKeepsObservedGeneration(t *testing.T) {
 		}
 		return got == `expected=1 desired=1 healthy=0 allowed=0 gen=1/2 False/SyncFailed "found no controllers for pod \"orphan\"" condition-gen=1`, got
 	})
+}
+
+// TestBudgetOfCustomResourceController: pods controlled by a custom resource count by its
+// scale subresource, as kube's disruption controller finds them (getScaleController), for a
+// CRD created after the controller started; a controller without a scale subresource, or of
+// a kind not served, fails the sync with kube's messages.
+func TestBudgetOfCustomResourceController(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	crds := crdclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions()
+	dyn := dynamic.NewForConfigOrDie(c.Config)
+	// custom makes a CRD of example.com (with a scale subresource or not) and one object of
+	// it, and returns a controller reference to the object.
+	custom := func(plural, kind string, scaled bool) metav1.OwnerReference {
+		t.Helper()
+		version := apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1", Served: true, Storage: true,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}
+		if scaled {
+			version.Subresources = &apiextensionsv1.CustomResourceSubresources{Scale: &apiextensionsv1.CustomResourceSubresourceScale{
+				SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}}
+		}
+		_, err := crds.Create(ctx, &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: plural + ".example.com"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{version}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objects := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: plural}).Namespace("default")
+		var obj *unstructured.Unstructured
+		controllertest.WaitFor(t, "the CRD served", 30*time.Second, func() (bool, string) {
+			obj, err = objects.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": kind,
+				"metadata": map[string]any{"name": "one"}, "spec": map[string]any{"replicas": int64(3)}}}, metav1.CreateOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
+		return metav1.OwnerReference{APIVersion: "example.com/v1", Kind: kind, Name: "one", UID: obj.GetUID(), Controller: ptr.To(true)}
+	}
+	budget := func(app string) {
+		t.Helper()
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: app}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
+		if _, err := c.Client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scaled := custom("scalers", "Scaler", true)
+	readyPodOf(t, c, scaled, "scaled", "scaled-1")
+	readyPodOf(t, c, scaled, "scaled", "scaled-2")
+	budget("scaled")
+	controllertest.WaitFor(t, "the budget counting the scale's 3 replicas", 15*time.Second, func() (bool, string) {
+		p := statusOf(t, c, "scaled")
+		return summary(p) == "expected=3 desired=2 healthy=2 allowed=0 gen=1/1 False/InsufficientPods", summary(p)
+	})
+
+	readyPodOf(t, c, custom("plains", "Plain", false), "plain", "plain-1")
+	readyPodOf(t, c, metav1.OwnerReference{APIVersion: "nowhere.example.com/v1", Kind: "Thing", Name: "t", UID: "4d8a3f0e-0000-4000-8000-0000000000b1", Controller: ptr.To(true)}, "nowhere", "nowhere-1")
+	budget("plain")
+	budget("nowhere")
+	for app, want := range map[string]string{
+		"plain":   "plains.example.com does not implement the scale subresource",
+		"nowhere": `no matches for kind "Thing" in version "nowhere.example.com/v1"`,
+	} {
+		controllertest.WaitFor(t, "the "+app+" budget's failure", 15*time.Second, func() (bool, string) {
+			cond := apimeta.FindStatusCondition(statusOf(t, c, app).Status.Conditions, policyv1.DisruptionAllowedCondition)
+			return cond != nil && cond.Reason == policyv1.SyncFailedReason && cond.Message == want, fmt.Sprintf("%+v", cond)
+		})
+	}
 }

@@ -58,7 +58,7 @@ func TestFailedStatusWriteFailsSafe(t *testing.T) {
 				return false, nil, nil
 			})
 			factory := informers.NewSharedInformerFactory(client, 0)
-			c, err := New(client, factory, record.NewFakeRecorder(100), clocktesting.NewFakeClock(pod.CreationTimestamp.Time), slog.New(slog.DiscardHandler))
+			c, err := New(client, factory, nil, nil, record.NewFakeRecorder(100), clocktesting.NewFakeClock(pod.CreationTimestamp.Time), slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestUnconvertibleSelectorFailsSafe(t *testing.T) {
 	client := fake.NewClientset(pdb)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(100)
-	c, err := New(client, factory, recorder, clocktesting.NewFakeClock(pdb.CreationTimestamp.Time), slog.New(slog.DiscardHandler))
+	c, err := New(client, factory, nil, nil, recorder, clocktesting.NewFakeClock(pdb.CreationTimestamp.Time), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,15 +17,14 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/quota"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -46,7 +45,7 @@ type Controller struct {
 	metadata metadatainformer.SharedInformerFactory
 	quotas   corelisters.ResourceQuotaLister
 	synced   cache.InformerSynced
-	mapper   *restmapper.DeferredDiscoveryRESTMapper
+	mapper   meta.RESTMapper
 	queue    workqueue.TypedRateLimitingInterface[string]
 	log      *slog.Logger
 
@@ -60,12 +59,12 @@ type Controller struct {
 // New wires the controller to the shared informer factory: quotas now, the informers of
 // the resources quotas name when a quota first names them (through md for resources
 // without a typed informer).
-func New(client kubernetes.Interface, md metadata.Interface, factory informers.SharedInformerFactory, log *slog.Logger) (*Controller, error) {
+func New(client kubernetes.Interface, md metadata.Interface, mapper meta.RESTMapper, factory informers.SharedInformerFactory, log *slog.Logger) (*Controller, error) {
 	quotas := factory.Core().V1().ResourceQuotas()
 	c := &Controller{
 		client: client, factory: factory, quotas: quotas.Lister(), synced: quotas.Informer().HasSynced,
 		metadata: metadatainformer.NewSharedInformerFactoryWithOptions(md, 0, metadatainformer.WithTransform(trim.ManagedFields)),
-		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery())),
+		mapper:   mapper,
 		queue:    workloop.NewQueue[string]("resourcequota"),
 		log:      log,
 		monitors: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
@@ -93,10 +92,6 @@ func (c *Controller) enqueue(obj any) { workloop.Enqueue(c.queue)(obj) }
 // monitor is the shared informer of a resource, started and synced on first use.
 func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer, error) {
 	gvr, err := c.mapper.ResourceFor(gr.WithVersion(""))
-	if err != nil {
-		c.mapper.Reset() // a CRD created since the last discovery: read it again, once
-		gvr, err = c.mapper.ResourceFor(gr.WithVersion(""))
-	}
 	if err != nil {
 		return nil, fmt.Errorf("resource %s: %w", gr, err)
 	}
