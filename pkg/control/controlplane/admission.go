@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"github.com/minik8s/minik8s/internal/controller/discovered"
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/admission/defaultingressclass"
 	"github.com/minik8s/minik8s/pkg/control/admission/defaultstorageclass"
@@ -22,12 +23,10 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 )
 
 // admissionChain is the admission chain after NamespaceLifecycle (which the API server
@@ -54,8 +53,8 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 	if err != nil {
 		return generic.Admission{}, nil, nil, err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(privileged.Discovery()))
-	policies, err := policy.New(inf, objects, mapper, dyn)
+	// Read again on a miss: a policy's paramKind may be a CRD created since.
+	policies, err := policy.New(inf, objects, discovered.Mapper(privileged.Discovery()), dyn)
 	if err != nil {
 		return generic.Admission{}, nil, nil, err
 	}
