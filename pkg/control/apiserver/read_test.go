@@ -189,8 +189,10 @@ func nextEvent(t *testing.T, events <-chan metav1.WatchEvent) (string, map[strin
 	return "", nil
 }
 
-// A watch with a label selector sees an object leave the selection as DELETED; a watch from a
-// compacted revision gets a 410 Status client-go can decode.
+// A watch with a label selector sees an object leave the selection as DELETED, with the
+// object as it was when it last matched at the revision of the change (kube's cacher sends
+// the previous object); a watch from a compacted revision gets a 410 Status client-go can
+// decode.
 func TestWatchSelectorsAndExpiry(t *testing.T) {
 	s, st := newCachedServer(t)
 	srv := httptest.NewServer(s.Handler())
@@ -202,11 +204,19 @@ func TestWatchSelectorsAndExpiry(t *testing.T) {
 
 	events := watchLines(t, srv, "/api/v1/namespaces/default/pods?watch=1&labelSelector=app%3Da&resourceVersion="+pod.ResourceVersion)
 	pod.Labels["app"] = "b"
-	if w := do(t, h, "PUT", "/api/v1/namespaces/default/pods/web", &pod); w.Code != http.StatusOK {
+	w = do(t, h, "PUT", "/api/v1/namespaces/default/pods/web", &pod)
+	if w.Code != http.StatusOK {
 		t.Fatalf("update: %d %s", w.Code, w.Body)
 	}
-	if typ, obj := nextEvent(t, events); typ != "DELETED" || obj["metadata"].(map[string]any)["name"] != "web" {
+	var updated corev1.Pod
+	apitest.DecodeStrict(t, w.Body.Bytes(), &updated)
+	typ, obj := nextEvent(t, events)
+	meta := obj["metadata"].(map[string]any)
+	if typ != "DELETED" || meta["name"] != "web" {
 		t.Fatalf("pod leaving the selection: %s %v", typ, obj)
+	}
+	if labels := meta["labels"].(map[string]any); labels["app"] != "a" || meta["resourceVersion"] != updated.ResourceVersion {
+		t.Errorf("pod leaving the selection: labels %v at %v, want app=a (as it last matched) at %s", labels, meta["resourceVersion"], updated.ResourceVersion)
 	}
 
 	rev := st.Revision()
@@ -217,7 +227,7 @@ func TestWatchSelectorsAndExpiry(t *testing.T) {
 		t.Fatalf("create: %d %s", w.Code, w.Body)
 	}
 	expired := watchLines(t, srv, fmt.Sprintf("/api/v1/namespaces/default/pods?watch=1&resourceVersion=%d", rev-1))
-	typ, obj := nextEvent(t, expired)
+	typ, obj = nextEvent(t, expired)
 	if typ != "ERROR" || obj["kind"] != "Status" || obj["apiVersion"] != "v1" || obj["code"] != float64(http.StatusGone) || obj["reason"] != "Expired" {
 		t.Fatalf("watch from a compacted revision: %s %v", typ, obj)
 	}

@@ -317,8 +317,10 @@ func (s *Server) streamEvents(ctx context.Context, ws *watchStream, sel selector
 }
 
 // translate turns a store event into the watch event a client with these selectors sees:
-// an object entering the selection is ADDED, one leaving it is DELETED. Objects are shared
-// through the events' memos: decoded, when a selector needs it, once for all watchers.
+// an object entering the selection is ADDED, one leaving it is DELETED, as it was when it
+// last matched but at the event's revision (kube's cacher sends the previous object so).
+// Objects are shared through the events' memos: decoded, when a selector needs it, once for
+// all watchers.
 func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event) (watch.EventType, *storedObject, error) {
 	obj := s.encodings.object(res, ev.Value, ev.Revision)
 	matches, err := sel.matchesStored(res, obj)
@@ -335,9 +337,10 @@ func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event
 			return watch.Deleted, obj, nil
 		}
 	case store.Modified:
-		wasMatching := true
+		wasMatching, prev := true, obj
 		if ev.PrevValue != nil {
-			if wasMatching, err = sel.matchesStored(res, s.encodings.object(res, ev.PrevValue, ev.Revision)); err != nil {
+			prev = s.encodings.object(res, ev.PrevValue, ev.Revision)
+			if wasMatching, err = sel.matchesStored(res, prev); err != nil {
 				return "", nil, err
 			}
 		}
@@ -347,7 +350,7 @@ func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event
 		case matches:
 			return watch.Added, obj, nil
 		case wasMatching:
-			return watch.Deleted, obj, nil
+			return watch.Deleted, prev, nil
 		}
 	}
 	return "", nil, nil
