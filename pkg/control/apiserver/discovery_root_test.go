@@ -43,15 +43,14 @@ func TestDiscoveryRootsWithTrailingSlash(t *testing.T) {
 }
 
 // TestUnservedPathsAnswerNotFound: a group, version or resource the server does not serve
-// (a CRD deleted, a typo) answers kube-apiserver's 404, whose words kubectl prints
-// (`Error from server (NotFound): the server could not find the requested resource`),
-// not a NotFound of an object with an empty name.
+// (a CRD deleted, a typo) answers kube-apiserver's 404: under a built-in group its Status,
+// whose words kubectl prints (`Error from server (NotFound): the server could not find the
+// requested resource`), not a NotFound of an object with an empty name; under any other
+// group the plain page of its last handler (client-go adds "(get RESOURCE.GROUP)").
 func TestUnservedPathsAnswerNotFound(t *testing.T) {
 	s, _ := newCachedServer(t)
 	h := s.Handler()
 	for _, path := range []string{
-		"/apis/nosuch.example.com",
-		"/apis/nosuch.example.com/v1",
 		"/apis/apps/v9",
 		"/apis/apps/v9/deployments",
 		"/apis/apps/v1/nosuch",
@@ -67,6 +66,11 @@ func TestUnservedPathsAnswerNotFound(t *testing.T) {
 		st := apitest.ResponseStatus(t, w.Body.Bytes())
 		if st.Reason != metav1.StatusReasonNotFound || st.Message != "the server could not find the requested resource" {
 			t.Errorf("GET %s: %+v", path, st)
+		}
+	}
+	for _, path := range []string{"/apis/nosuch.example.com", "/apis/nosuch.example.com/v1", "/apis/nosuch.example.com/v1/namespaces/default/things"} {
+		if w := do(t, h, "GET", path, nil); w.Code != http.StatusNotFound || w.Body.String() != "404 page not found\n" || w.Header().Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("GET %s: %d %s %q", path, w.Code, w.Header().Get("Content-Type"), w.Body)
 		}
 	}
 }

@@ -50,9 +50,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 }
 
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	if res.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
-		return apierrors.NewBadRequest("the server could not find the requested resource: a namespace is required for " + res.Resource)
-	}
 	// What cannot be produced is refused before anything is read or written, as in Kubernetes.
 	rep, err := negotiate(r, s.protobufAnswers(res, info.Verb))
 	if err == nil && info.Verb == "watch" {

@@ -214,7 +214,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	res, info, err := s.resolve(ri)
 	if err != nil {
-		responsewriters.WriteError(w, err)
+		discovery.WriteError(w, r, err)
 		return
 	}
 	s.metrics.observeResource(r, info)
@@ -235,18 +235,32 @@ func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestIn
 	}
 	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
 	if !found {
+		return nil, info, discovery.NotServedIn(s.reg, info.GroupVersion.Group)
+	}
+	custom := registry.IsCustom(res.GVK())
+	// A path of the other scope: kube-apiserver has no route (405 for a collection's POST
+	// and DELETE), apiextensions-apiserver hands a custom resource's on to the last handler.
+	// A namespaced resource is listed and watched across namespaces.
+	if res.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" ||
+		!res.Namespaced && info.Namespace != "" && (custom || info.Resource != "namespaces") {
+		switch {
+		case custom:
+			return nil, info, discovery.PageNotFound
+		case res.Namespaced && info.Name == "":
+			return nil, info, methodNotAllowed()
+		}
 		return nil, info, discovery.NotServed()
 	}
 	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
+		if custom { // apiextensions-apiserver's words, the object's existence unasked
+			return nil, info, apierrors.NewNotFound(res.GroupResource(), info.Name)
+		}
 		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec). Details
 		// without a name and kube-apiserver's words for a route it lacks (kubectl scale of
 		// a Job shows them): kubectl debug reads the details to say ephemeral containers
 		// are not served.
 		return nil, info, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
 			Details: &metav1.StatusDetails{}, Message: "the server could not find the requested resource"}}
-	}
-	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
-		return nil, info, discovery.NotServed()
 	}
 	// A namespace's requests carry its name as their namespace, which is what they are
 	// authorized in (Kubernetes'); the object itself is cluster-scoped.

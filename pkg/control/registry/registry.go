@@ -341,6 +341,12 @@ func (reg *Registry) ForKind(gvk schema.GroupVersionKind) (*Resource, bool) {
 	return nil, false
 }
 
+// ServesBuiltIn tells whether group is one of the built-in API's groups (the core group
+// included), as opposed to a group only CustomResourceDefinitions serve, or none.
+func (reg *Registry) ServesBuiltIn(group string) bool {
+	return group == "" || slices.ContainsFunc(reg.Resources(), func(r *Resource) bool { return r.Group == group && !IsCustom(r.GVK()) })
+}
+
 // Resources returns every resource in registration order.
 // The slice is never changed afterwards: Add and Remove make new ones.
 func (reg *Registry) Resources() []*Resource {

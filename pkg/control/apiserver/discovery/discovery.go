@@ -7,6 +7,7 @@ package discovery
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -146,7 +147,7 @@ func (d *Handler) ServeGroups(w http.ResponseWriter, r *http.Request) {
 }
 
 // ServeGroup answers /apis/GROUP.
-func (d *Handler) ServeGroup(w http.ResponseWriter, _ *http.Request, name string) {
+func (d *Handler) ServeGroup(w http.ResponseWriter, r *http.Request, name string) {
 	for _, g := range d.apiGroups() {
 		if g.Name == name {
 			g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
@@ -154,19 +155,47 @@ func (d *Handler) ServeGroup(w http.ResponseWriter, _ *http.Request, name string
 			return
 		}
 	}
-	responsewriters.WriteError(w, NotServed())
+	d.notServed(w, r, name)
 }
 
-// NotServed is kube-apiserver's 404 for a path nothing serves (a group, version or
-// resource it does not have): go-restful's answer for a route its group version lacks, and
-// what client-go makes of the plain "404 page not found" of the others. kubectl prints
-// `Error from server (NotFound): the server could not find the requested resource`.
+// NotServed is kube-apiserver's 404 for a path under a built-in group that nothing serves
+// (a version or resource the group does not have): go-restful's answer for a route its
+// group version lacks. kubectl prints `Error from server (NotFound): the server could not
+// find the requested resource`.
 func NotServed() *apierrors.StatusError {
 	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
 }
 
+// PageNotFound is kube-apiserver's 404 for a path under any other group (one only CRDs
+// serve, or none), which apiextensions-apiserver hands on to the last handler:
+// http.NotFound's plain "404 page not found". client-go makes of it "the server could not
+// find the requested resource (get RESOURCE.GROUP)".
+var PageNotFound = errors.New("404 page not found")
+
+// NotServedIn is the 404 of a path under group that nothing serves: NotServed under a
+// built-in group, PageNotFound under another.
+func NotServedIn(reg *registry.Registry, group string) error {
+	if reg.ServesBuiltIn(group) {
+		return NotServed()
+	}
+	return PageNotFound
+}
+
+// WriteError writes err, PageNotFound as http.NotFound does.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, PageNotFound) {
+		http.NotFound(w, r)
+		return
+	}
+	responsewriters.WriteError(w, err)
+}
+
+func (d *Handler) notServed(w http.ResponseWriter, r *http.Request, group string) {
+	WriteError(w, r, NotServedIn(d.reg, group))
+}
+
 // ServeResourceList answers /api/VERSION and /apis/GROUP/VERSION: the version's resources.
-func (d *Handler) ServeResourceList(w http.ResponseWriter, _ *http.Request, gv schema.GroupVersion) {
+func (d *Handler) ServeResourceList(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion) {
 	list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
 	if servesBindings(d.reg, gv) {
 		list.APIResources = append(list.APIResources, legacyBindings)
@@ -178,7 +207,7 @@ func (d *Handler) ServeResourceList(w http.ResponseWriter, _ *http.Request, gv s
 		list.APIResources = append(list.APIResources, apiResources(res)...)
 	}
 	if list.APIResources == nil {
-		responsewriters.WriteError(w, NotServed())
+		d.notServed(w, r, gv.Group)
 		return
 	}
 	responsewriters.WriteJSON(w, http.StatusOK, list)
