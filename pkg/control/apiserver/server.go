@@ -245,7 +245,7 @@ func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestIn
 		!res.Namespaced && info.Namespace != "" && (custom || info.Resource != "namespaces") {
 		switch {
 		case custom:
-			return nil, info, discovery.PageNotFound
+			return nil, info, discovery.ErrPageNotFound
 		case res.Namespaced && info.Name == "":
 			return nil, info, methodNotAllowed()
 		}

@@ -166,24 +166,24 @@ func NotServed() *apierrors.StatusError {
 	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
 }
 
-// PageNotFound is kube-apiserver's 404 for a path under any other group (one only CRDs
+// ErrPageNotFound is kube-apiserver's 404 for a path under any other group (one only CRDs
 // serve, or none), which apiextensions-apiserver hands on to the last handler:
 // http.NotFound's plain "404 page not found". client-go makes of it "the server could not
 // find the requested resource (get RESOURCE.GROUP)".
-var PageNotFound = errors.New("404 page not found")
+var ErrPageNotFound = errors.New("404 page not found")
 
 // NotServedIn is the 404 of a path under group that nothing serves: NotServed under a
-// built-in group, PageNotFound under another.
+// built-in group, ErrPageNotFound under another.
 func NotServedIn(reg *registry.Registry, group string) error {
 	if reg.ServesBuiltIn(group) {
 		return NotServed()
 	}
-	return PageNotFound
+	return ErrPageNotFound
 }
 
-// WriteError writes err, PageNotFound as http.NotFound does.
+// WriteError writes err, ErrPageNotFound as http.NotFound does.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, PageNotFound) {
+	if errors.Is(err, ErrPageNotFound) {
 		http.NotFound(w, r)
 		return
 	}
