@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -83,9 +82,10 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
-	if _, generic := list.(*unstructured.UnstructuredList); !generic {
-		// The items of a typed list name no kind or version, as kube's. The objects are
-		// this request's own, decoded for it.
+	if !registry.IsCustom(res.GVK()) {
+		// The items of a typed list name no kind or version, as kube's (a custom
+		// resource's unstructured ones do). The objects are this request's own, decoded
+		// for it.
 		for _, obj := range deleted {
 			obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 		}
