@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // knobsCRD declares a top-level field a and spec.b, spec.gone, with no defaults yet.
@@ -28,6 +29,17 @@ func knobsCRD() *apiextensionsv1.CustomResourceDefinition {
 						"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"b": str, "gone": str}},
 					}}}}},
 		},
+	}
+}
+
+// schemalessCRD is a CustomResourceDefinition of kind (plural plural) in group, served and
+// stored at v1, whose schema keeps every field.
+func schemalessCRD(group, plural, kind string, scope apiextensionsv1.ResourceScope) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group, Scope: scope,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}}},
 	}
 }
 

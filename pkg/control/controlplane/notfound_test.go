@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 )
 
 // TestPathsNothingServes: what answers a path nothing serves, as kube-apiserver 1.36
@@ -30,17 +29,14 @@ func TestPathsNothingServes(t *testing.T) {
 	ctx := context.Background()
 	admin := c.adminConfig(t)
 	crds := crdclient.NewForConfigOrDie(admin).ApiextensionsV1().CustomResourceDefinitions()
-	for plural, scope := range map[string]apiextensionsv1.ResourceScope{"gadgets": apiextensionsv1.NamespaceScoped, "globals": apiextensionsv1.ClusterScoped} {
-		_, err := crds.Create(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: plural + ".paths.example.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "paths.example.com", Scope: scope,
-				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: strings.TrimSuffix(strings.ToUpper(plural[:1])+plural[1:], "s")},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{
+		schemalessCRD("paths.example.com", "gadgets", "Gadget", apiextensionsv1.NamespaceScoped),
+		schemalessCRD("paths.example.com", "globals", "Global", apiextensionsv1.ClusterScoped),
+	} {
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		c.waitEstablished(t, "crd/"+plural+".paths.example.com")
+		c.waitEstablished(t, "crd/"+crd.Name)
 	}
 	httpClient, err := rest.HTTPClientFor(admin)
 	if err != nil {

@@ -80,12 +80,7 @@ func TestValidatingPolicyParamsOfNewCRD(t *testing.T) {
 
 	// Then a CRD, one of its objects, and a policy taking it as params.
 	crds := crdclient.NewForConfigOrDie(admin).ApiextensionsV1().CustomResourceDefinitions()
-	_, err := crds.Create(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "limits.params.example.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "params.example.com", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "limits", Kind: "Limit"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}}},
-	}, metav1.CreateOptions{})
+	_, err := crds.Create(ctx, schemalessCRD("params.example.com", "limits", "Limit", apiextensionsv1.NamespaceScoped), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

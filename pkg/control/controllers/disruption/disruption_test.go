@@ -14,13 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 )
 
@@ -292,34 +289,21 @@ func TestFailedSyncKeepsObservedGeneration(t *testing.T) {
 func TestBudgetOfCustomResourceController(t *testing.T) {
 	c := controlplanetest.Start(t, nil)
 	ctx := context.Background()
-	crds := crdclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions()
-	dyn := dynamic.NewForConfigOrDie(c.Config)
 	// custom makes a CRD of example.com (with a scale subresource or not) and one object of
 	// it, and returns a controller reference to the object.
 	custom := func(plural, kind string, scaled bool) metav1.OwnerReference {
 		t.Helper()
-		version := apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1", Served: true, Storage: true,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}
+		var subresources *apiextensionsv1.CustomResourceSubresources
 		if scaled {
-			version.Subresources = &apiextensionsv1.CustomResourceSubresources{Scale: &apiextensionsv1.CustomResourceSubresourceScale{
+			subresources = &apiextensionsv1.CustomResourceSubresources{Scale: &apiextensionsv1.CustomResourceSubresourceScale{
 				SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}}
 		}
-		_, err := crds.Create(ctx, &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: plural + ".example.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
-				Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{version}},
-		}, metav1.CreateOptions{})
+		obj, err := c.CreateCRD(t, "example.com", plural, kind, apiextensionsv1.NamespaceScoped, subresources).Namespace("default").Create(ctx,
+			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": kind,
+				"metadata": map[string]any{"name": "one"}, "spec": map[string]any{"replicas": int64(3)}}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		objects := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: plural}).Namespace("default")
-		var obj *unstructured.Unstructured
-		controllertest.WaitFor(t, "the CRD served", 30*time.Second, func() (bool, string) {
-			obj, err = objects.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": kind,
-				"metadata": map[string]any{"name": "one"}, "spec": map[string]any{"replicas": int64(3)}}}, metav1.CreateOptions{})
-			return err == nil, fmt.Sprint(err)
-		})
 		return metav1.OwnerReference{APIVersion: "example.com/v1", Kind: kind, Name: "one", UID: obj.GetUID(), Controller: ptr.To(true)}
 	}
 	budget := func(app string) {

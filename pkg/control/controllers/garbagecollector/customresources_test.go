@@ -3,19 +3,13 @@ package garbagecollector_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/ptr"
 )
 
 // TestOwnersOfKindsDefinedLater: the collector learns the kinds of CRDs created after it
@@ -29,27 +23,9 @@ func TestOwnersOfKindsDefinedLater(t *testing.T) {
 	c := controlplanetest.Shared(t)
 	ctx := context.Background()
 	group := c.Namespace + ".gc.example.com"
-	crds := crdclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions()
-	crd, err := crds.Create(ctx, &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd.Name, metav1.DeleteOptions{}) })
-	widgets := dynamic.NewForConfigOrDie(c.Config).Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}).Namespace(c.Namespace)
-	var owner *unstructured.Unstructured
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		owner, err = widgets.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "w1"}}}, metav1.CreateOptions{})
-		return err == nil, nil // the CRD is served once established
-	})
+	widgets := c.CreateCRD(t, group, "widgets", "Widget", apiextensionsv1.NamespaceScoped, nil).Namespace(c.Namespace)
+	owner, err := widgets.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "w1"}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create a widget: %v", err)
 	}

@@ -12,14 +12,10 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/ptr"
 )
 
 // The tests share one miniapi, each counting in a namespace of its own.
@@ -194,28 +190,13 @@ func TestQuotaCountsCustomResources(t *testing.T) {
 	c := controlplanetest.Shared(t)
 	ctx := context.Background()
 	group := c.Namespace + ".quota.example.com"
-	crds := crdclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions()
-	_, err := crds.Create(ctx, &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "gadgets." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), "gadgets."+group, metav1.DeleteOptions{}) })
-	gadgets := dynamic.NewForConfigOrDie(c.Config).Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}).Namespace(c.Namespace)
+	gadgets := c.CreateCRD(t, group, "gadgets", "Gadget", apiextensionsv1.NamespaceScoped, nil).Namespace(c.Namespace)
 	gadget := func(name string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Gadget", "metadata": map[string]any{"name": name}}}
 	}
-	controllertest.Eventually(t, "the gadgets served", 30*time.Second, func() string {
-		_, err := gadgets.Create(ctx, gadget("g1"), metav1.CreateOptions{})
-		return fmt.Sprint(err)
-	}, "<nil>")
+	if _, err := gadgets.Create(ctx, gadget("g1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	rn := "count/gadgets." + group
 	c.MustKubectl(t, "", "create", "quota", "gadgets", "--hard="+rn+"=2")
 	waitUsed(t, c, "gadgets", rn+"=1/2")
@@ -223,7 +204,7 @@ func TestQuotaCountsCustomResources(t *testing.T) {
 		t.Fatalf("the second gadget, within the quota: %v", err)
 	}
 	waitUsed(t, c, "gadgets", rn+"=2/2")
-	_, err = gadgets.Create(ctx, gadget("g3"), metav1.CreateOptions{})
+	_, err := gadgets.Create(ctx, gadget("g3"), metav1.CreateOptions{})
 	want := fmt.Sprintf(`gadgets.%s "g3" is forbidden: exceeded quota: gadgets, requested: %s=1, used: %s=2, limited: %s=2`, group, rn, rn, rn)
 	if !apierrors.IsForbidden(err) || err.Error() != want {
 		t.Errorf("the third gadget: %v, want Forbidden %q", err, want)
