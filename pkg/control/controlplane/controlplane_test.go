@@ -425,6 +425,33 @@ func TestInformerSeesChangesInOrder(t *testing.T) {
 }
 
 // adminConfig is the admin's client config, for the clients a test builds itself.
+// raw sends a request as the admin, a JSON body unless empty, and returns the answer's
+// status code and body.
+func (c *cluster) raw(t *testing.T, method, path, body string) (int, []byte) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(c.adminConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, c.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, out
+}
+
 func (c *cluster) adminConfig(t *testing.T) *rest.Config {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)

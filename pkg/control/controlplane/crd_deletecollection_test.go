@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 )
 
 // TestCustomResourceDeleteCollectionItems: the answer to a deletecollection of custom
@@ -39,26 +37,13 @@ func TestCustomResourceDeleteCollectionItems(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	httpClient, err := rest.HTTPClientFor(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(ctx, "DELETE", c.url+"/apis/defaulting.example.com/v1/namespaces/default/knobs?labelSelector=dc%3Dyes", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	code, body := c.raw(t, "DELETE", "/apis/defaulting.example.com/v1/namespaces/default/knobs?labelSelector=dc%3Dyes", "")
 	var got struct {
 		Kind, APIVersion string
 		Items            []map[string]any
 	}
-	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != http.StatusOK || got.Kind != "KnobList" || len(got.Items) != 2 {
-		t.Fatalf("deletecollection: %d %v: %s", resp.StatusCode, err, body)
+	if err := json.Unmarshal(body, &got); err != nil || code != http.StatusOK || got.Kind != "KnobList" || len(got.Items) != 2 {
+		t.Fatalf("deletecollection: %d %v: %s", code, err, body)
 	}
 	for _, item := range got.Items {
 		if item["kind"] != "Knob" || item["apiVersion"] != "defaulting.example.com/v1" {

@@ -3,9 +3,6 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,10 +35,6 @@ func TestPathsNothingServes(t *testing.T) {
 		}
 		c.waitEstablished(t, "crd/"+crd.Name)
 	}
-	httpClient, err := rest.HTTPClientFor(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const page = "404 page not found\n"
 	generic := `{"code":404,"message":"the server could not find the requested resource","reason":"NotFound"}`
 	notAllowed := `{"code":405,"message":"the server does not allow this method on the requested resource","reason":"MethodNotAllowed"}`
@@ -67,17 +60,7 @@ func TestPathsNothingServes(t *testing.T) {
 		{"POST", "/api/v1/pods", notAllowed},
 		{"DELETE", "/api/v1/pods", notAllowed},
 	} {
-		req, err := http.NewRequestWithContext(ctx, tc.method, c.url+tc.path, strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		code, body := c.raw(t, tc.method, tc.path, "{}")
 		got := string(body)
 		if tc.want != page {
 			var st metav1.Status
@@ -87,7 +70,7 @@ func TestPathsNothingServes(t *testing.T) {
 			}
 		}
 		if got != tc.want {
-			t.Errorf("%s %s: %d %q, want %q", tc.method, tc.path, resp.StatusCode, got, tc.want)
+			t.Errorf("%s %s: %d %q, want %q", tc.method, tc.path, code, got, tc.want)
 		}
 	}
 	// What a client makes of the page, as `kubectl get` of a kind whose CRD is gone shows it.
