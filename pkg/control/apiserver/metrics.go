@@ -8,8 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
@@ -113,5 +117,44 @@ func withRecorder(r *http.Request, rec *recorder) context.Context {
 func (m *metrics) observeResource(r *http.Request, info requestInfo) {
 	if rec, ok := r.Context().Value(requestLabelsKey{}).(*recorder); ok {
 		rec.info = &info
+	}
+}
+
+// objectCounts are kube-apiserver's counts of stored objects per resource:
+// apiserver_resource_objects{group,resource} and the deprecated apiserver_storage_objects
+// {resource="RESOURCE.GROUP"} beside it, -1 where the count failed. Counted from the store
+// (its watch cache) when scraped; kube-apiserver counts once a minute.
+type objectCounts struct {
+	store          store.Interface
+	reg            *registry.Registry
+	byGroup, byOld *prometheus.Desc
+}
+
+func newObjectCounts(st store.Interface, reg *registry.Registry) *objectCounts {
+	const help = "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1."
+	return &objectCounts{store: st, reg: reg,
+		byGroup: prometheus.NewDesc("apiserver_resource_objects", help, []string{"group", "resource"}, nil),
+		byOld:   prometheus.NewDesc("apiserver_storage_objects", "(Deprecated since 1.34.0) "+help, []string{"resource"}, nil),
+	}
+}
+
+func (o *objectCounts) Describe(ch chan<- *prometheus.Desc) { ch <- o.byGroup; ch <- o.byOld }
+
+func (o *objectCounts) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	counted := map[schema.GroupResource]bool{} // the versions of a resource share its objects
+	for _, res := range o.reg.Resources() {
+		gr := res.GroupResource()
+		if counted[gr] || res.Computed != nil {
+			continue
+		}
+		counted[gr] = true
+		n := -1.0
+		if kvs, _, err := o.store.List(ctx, generic.ListPrefix(res, "")); err == nil {
+			n = float64(len(kvs))
+		}
+		ch <- prometheus.MustNewConstMetric(o.byGroup, prometheus.GaugeValue, n, gr.Group, gr.Resource)
+		ch <- prometheus.MustNewConstMetric(o.byOld, prometheus.GaugeValue, n, gr.String())
 	}
 }

@@ -118,6 +118,7 @@ func New(cfg Config) *Server {
 		cfg.Ranges, _ = allocator.NewRanges(cfg.Store, allocator.DefaultServiceRange, allocator.DefaultNodePorts) // the defaults are valid
 	}
 	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: fieldmanager.New(cfg.Registry, cfg.Log)}
+	cfg.Metrics.MustRegister(newObjectCounts(cfg.Store, cfg.Registry))
 	admission := cfg.Admission
 	s.lifecycle = generic.NewNamespaceLifecycle(cfg.Store, cfg.Registry)
 	admission.Mutating = append([]generic.MutatingAdmission{s.lifecycle}, admission.Mutating...)
