@@ -519,6 +519,7 @@ func Run(ctx context.Context, o Options) error {
 	adminCRDs := make(chan struct{}) // closed once they are served: readiness waits for it
 	running.Go(func() { installAdminPolicyCRDs(ctx, crds, adminCRDs, log) })
 	runIdentityLease(ctx, &running, privileged, o.hostname(), log.With("component", "apiserver-identity"))
+	runLegacyTokenTracking(ctx, &running, privileged, log.With("component", "legacy-token-tracking"))
 	if err := g.start(ctx, privileged, o); err != nil {
 		return err
 	}
