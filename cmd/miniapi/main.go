@@ -57,7 +57,7 @@ func newCommand() *cobra.Command {
 	f.IntVar(&o.SecurePort, "secure-port", clusterdefaults.APIServerPort, "HTTPS port")
 	f.Var(advertiseAddress{&o.AdvertiseAddress}, "advertise-address", "IP address other cluster members (pods, through the kubernetes Service) reach this server at (default: --bind-address, or the host's first address when that is 0.0.0.0)")
 	f.StringSliceVar(&o.TLSSANs, "tls-san", nil, "extra DNS names or IPs for the serving certificate (repeatable)")
-	f.StringVar(&o.HostnameOverride, "hostname-override", "", "the name this server goes by instead of the host's: its Lease holderIdentity (NAME_<uuid>) and a name in its serving certificate (several miniapi on one host, as in minilab up --control-planes)")
+	f.StringVar(&o.HostnameOverride, "hostname-override", "", "the name this server goes by instead of the host's: its Lease holderIdentity (NAME_<uuid>), its identity Lease (apiserver-<hash of NAME>) and a name in its serving certificate (several miniapi on one host, as in minilab up --control-planes)")
 	f.StringVar(&o.Store, "store", "bolt", `storage engine: "bolt" (embedded, DATA_DIR/state.db) or "etcd://HOST:PORT[,HOST:PORT...]"`)
 	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", controlplane.DefaultCompactionInterval, "how often the store's history (bolt's or etcd's) is compacted to the revision it had one interval earlier: watches resume, and continue tokens go on, from that far back at most (0: the default)")
 	f.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", "", "apiserver.config.k8s.io/v1 EncryptionConfiguration file: providers (aescbc, aesgcm, secretbox, identity) that encrypt the listed resources in the store (empty: stored as they are)")
