@@ -64,7 +64,9 @@ func TestDiscoveryOrderAsKubeAPIServer(t *testing.T) {
 	d.AddGroupVersion(schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}, []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "PodMetrics"}})
 	d.AddGroupVersion(schema.GroupVersion{Group: "example.com", Version: "v1"}, []metav1.APIResource{{Name: "widgets", Namespaced: true, Kind: "Widget"}})
 	d.AddGroupVersion(schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, []metav1.APIResource{{Name: "selfsubjectaccessreviews", Kind: "SelfSubjectAccessReview"}})
-	want := "apps authorization.k8s.io autoscaling batch example.com metrics.k8s.io"
+	d.AddGroupVersion(schema.GroupVersion{Group: "apiregistration.k8s.io", Version: "v1"}, []metav1.APIResource{{Name: "apiservices", Kind: "APIService"}})
+	// kube-aggregator lists its own group first.
+	want := "apiregistration.k8s.io apps authorization.k8s.io autoscaling batch example.com metrics.k8s.io"
 
 	rec := httptest.NewRecorder()
 	d.ServeGroups(rec, httptest.NewRequest("GET", "/apis", nil))

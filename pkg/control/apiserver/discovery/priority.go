@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"cmp"
+	"math"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -42,8 +43,14 @@ var BuiltinPriorities = map[schema.GroupVersion]Priority{
 // CustomResourceDefinitions: every group without a built-in priority here.
 var CustomResourcePriority = Priority{Group: 1000, Version: 100}
 
+// aggregatorGroup is kube-aggregator's own group, which it lists before every other.
+const aggregatorGroup = "apiregistration.k8s.io"
+
 // groupPriority is a group's priority among groups: the highest of its versions'.
 func groupPriority(group string) int32 {
+	if group == aggregatorGroup {
+		return math.MaxInt32
+	}
 	p, found := int32(0), false
 	for gv, prio := range BuiltinPriorities {
 		if gv.Group == group {
