@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,19 @@ func Start(t testing.TB, change func(*controlplane.Options)) *Cluster {
 			t.Errorf("miniapi stopped with error: %v", err)
 		}
 	})
+	// Ready is the API's readiness; the serviceaccount controller makes the default
+	// namespace's account a moment later, and until then pods there are refused (as on a
+	// kube-apiserver just started). Tests create pods there at once.
+	if controllers := c.Options.Controllers; slices.Contains(controllers, "serviceaccount") ||
+		slices.Contains(controllers, "*") && !slices.Contains(controllers, "-serviceaccount") {
+		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := c.Client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("no default ServiceAccount in the default namespace after a minute: %v", err)
+		}
+	}
 	return c
 }
 
